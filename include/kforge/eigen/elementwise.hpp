@@ -1,0 +1,45 @@
+// kforge/eigen/elementwise.hpp — reference unary and binary ops as Eigen
+// array expressions in f32 (operands gathered when strided or broadcast).
+#pragma once
+
+#include "kforge/eigen/common.hpp"
+#include "kforge/ops/elementwise.hpp"
+#include "kforge/policy/policy.hpp"
+
+namespace kforge::eigen {
+
+template <fn F>
+Eigen::ArrayXf unary_reference(const Eigen::ArrayXf& x, float slope) {
+  if constexpr (F == fn::exp) return x.exp();
+  else if constexpr (F == fn::tanh) return x.tanh();
+  else if constexpr (F == fn::abs) return x.abs();
+  else if constexpr (F == fn::neg) return -x;
+  else return x.unaryExpr([slope](float v) { return math::apply<F>(v, slope); });
+}
+
+template <binop F>
+Eigen::ArrayXf binary_reference(const Eigen::ArrayXf& a, const Eigen::ArrayXf& b) {
+  if constexpr (F == binop::add) return a + b;
+  else if constexpr (F == binop::sub) return a - b;
+  else if constexpr (F == binop::mul) return a * b;
+  else if constexpr (F == binop::div) return a / b;
+  else if constexpr (F == binop::max) return a.binaryExpr(b, [](float x, float y) { return math::nan_max(x, y); });
+  else return a.binaryExpr(b, [](float x, float y) { return math::nan_min(x, y); });
+}
+
+}  // namespace kforge::eigen
+
+namespace kforge::detail {
+template <class T, fn F>
+struct impl<policy::eigen, op::unary<T, F>> : unary_entry<impl<policy::eigen, op::unary<T, F>>, op::unary<T, F>> {
+  static void compute(const op::unary<T, F>& op, const unary_args<T>& g) {
+    eigen::scatter(eigen::unary_reference<F>(eigen::gather(g.x), op.slope), g.y);
+  }
+};
+template <class T, binop F>
+struct impl<policy::eigen, op::binary<T, F>> : binary_entry<impl<policy::eigen, op::binary<T, F>>, op::binary<T, F>> {
+  static void compute(const op::binary<T, F>&, const binary_args<T>& g) {
+    eigen::scatter(eigen::binary_reference<F>(eigen::gather(g.a), eigen::gather(g.b)), g.c);
+  }
+};
+}  // namespace kforge::detail

@@ -1,0 +1,123 @@
+// kforge/ops/gemm.hpp — C = act(alpha · A·B + beta · C + bias)
+//
+// Operands: A [M,K], B [K,N], C [M,N], optional bias [N] (one per column,
+// broadcast over rows). Any strides: row-major, column-major (Eigen's default)
+// or a sub-block. beta == 0 means C is not read (BLAS semantics: NaN in C does
+// not propagate). The epilogue is a compile-time fact so backends can apply it
+// in the kernel's write-back instead of a second pass.
+#pragma once
+
+#include <string_view>
+
+#include "kforge/core/dispatch.hpp"
+#include "kforge/ops/functions.hpp"
+#include "kforge/ops/tolerance.hpp"
+
+namespace kforge {
+namespace epilogue {
+
+/// A fused epilogue: optional per-column bias, then an activation.
+template <fn Act = fn::identity, bool Bias = false>
+struct fused {
+  static_assert(is_activation(Act), "kforge::epilogue::fused: only identity, relu, leaky_relu, gelu_tanh, gelu_erf and silu can be fused");
+  static constexpr fn activation = Act;
+  static constexpr bool has_bias = Bias;
+  float slope = 0.01f;  ///< leaky_relu's negative slope
+};
+
+using none = fused<>;
+using bias = fused<fn::identity, true>;
+using relu = fused<fn::relu>;
+using bias_relu = fused<fn::relu, true>;
+using leaky_relu = fused<fn::leaky_relu>;
+using bias_leaky_relu = fused<fn::leaky_relu, true>;
+using gelu_tanh = fused<fn::gelu_tanh>;
+using bias_gelu_tanh = fused<fn::gelu_tanh, true>;
+using gelu = fused<fn::gelu_erf>;
+using bias_gelu = fused<fn::gelu_erf, true>;
+using silu = fused<fn::silu>;
+using bias_silu = fused<fn::silu, true>;
+
+template <class E>
+std::string epilogue_name() {
+  std::string s = E::has_bias ? "bias" : "";
+  if (E::activation != fn::identity) s += (s.empty() ? "" : "_") + std::string(to_string(E::activation));
+  return s.empty() ? "none" : s;
+}
+
+}  // namespace epilogue
+
+namespace op {
+
+template <class T, class Epilogue = epilogue::none, class Acc = float>
+struct gemm {
+  using value_type = T;
+  using epilogue_type = Epilogue;
+  using acc_type = Acc;
+  static constexpr std::string_view name = "gemm";
+  static constexpr int arity = Epilogue::has_bias ? 3 : 2;  ///< inputs before the output
+
+  Epilogue epilogue{};
+  float alpha = 1.0f;
+  float beta = 0.0f;
+};
+
+}  // namespace op
+
+/// Checked operands of one gemm call.
+template <class T>
+struct gemm_args {
+  tensor_view<const T> a, b, bias;  // bias.data == nullptr without a bias
+  tensor_view<T> c;
+  index_t m = 0, n = 0, k = 0;
+};
+
+template <class T>
+gemm_args<T> check_gemm(tensor_view<const T> a, tensor_view<const T> b, tensor_view<const T> bias, bool has_bias,
+                        tensor_view<T> c) {
+  if (a.rank() != 2) throw shape_error("kforge::gemm: A has shape " + a.dims.str() + ", expected rank 2 [M,K]");
+  if (b.rank() != 2) throw shape_error("kforge::gemm: B has shape " + b.dims.str() + ", expected rank 2 [K,N]");
+  gemm_args<T> g{a, b, {}, c, a.size(0), b.size(1), a.size(1)};
+  expect_shape("gemm", "B", shape{g.k, g.n}, b.dims);
+  expect_shape("gemm", "C", shape{g.m, g.n}, c.dims);
+  if (has_bias) g.bias = as_vector("gemm", "bias", bias, g.n);
+  return g;
+}
+
+namespace detail {
+/// Entry points shared by every backend's gemm: shape checks, then
+/// Derived::compute(op, gemm_args). The member functions are not templates, so
+/// views of T convert to views of const T.
+template <class Derived, class Op>
+struct gemm_entry;
+template <class Derived, class T, class E, class A>
+struct gemm_entry<Derived, op::gemm<T, E, A>> {
+  static constexpr bool available = true;
+  static void run(const op::gemm<T, E, A>& op, tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> c)
+    requires(!E::has_bias)
+  {
+    Derived::compute(op, check_gemm<T>(a, b, {}, false, c));
+  }
+  static void run(const op::gemm<T, E, A>& op, tensor_view<const T> a, tensor_view<const T> b,
+                  tensor_view<const T> bias, tensor_view<T> c)
+    requires(E::has_bias)
+  {
+    Derived::compute(op, check_gemm<T>(a, b, bias, true, c));
+  }
+};
+}  // namespace detail
+
+/// Per-dtype tolerance of gemm, given the reduction length K.
+inline tolerance gemm_tolerance(dtype d, index_t k) {
+  // f32 accumulation differs between blockings by ~sqrt(K)·eps of the sum of
+  // magnitudes; half/bf16 add the final rounding of the stored output.
+  const double t = dot_error(k);
+  switch (d) {
+    case dtype::f32: return {t, 1e-6, 0};
+    default: return {t, 0, 2};
+  }
+}
+
+}  // namespace kforge
+
+KFORGE_REFUSE(gemm, (class T, class E, class A), (T, E, A))
