@@ -1,0 +1,69 @@
+// kforge/validate/catalog.hpp — the problem sets every backend is tested on:
+// every op family and its variants, on shapes that are not multiples of any
+// tile (1, 3, 7, 17, 33, 100, 257, 1000) and skinny/tall cases. `small`
+// trims the sizes for slow implementations (lavapipe) without losing the odd
+// extents.
+#pragma once
+
+#include <vector>
+
+#include "kforge/validate/problem.hpp"
+
+namespace kforge {
+
+inline std::vector<problem> test_problems(dtype t, bool small = false) {
+  std::vector<problem> ps;
+  auto add = [&](std::string op, const char* shp, auto&& tweak) {
+    problem p;
+    p.op = std::move(op);
+    p.type = t;
+    set_shape(p, shp);
+    tweak(p);
+    ps.push_back(p);
+  };
+  auto none = [](problem&) {};
+  // gemm: odd, skinny, tall, every epilogue, both layouts, alpha/beta.
+  add("gemm", "1x1x1", none);
+  add("gemm", "7x3x17", none);
+  add("gemm", small ? "33x17x7" : "100x33x257", [](problem& p) { p.a_col_major = true; });
+  add("gemm", small ? "17x33x100" : "257x100x33", [](problem& p) { p.b_col_major = true; });
+  add("gemm", small ? "3x100x33" : "1x1000x257", none);  // decode-like skinny M
+  add("gemm", small ? "100x3x17" : "1000x3x17", none);   // tall
+  add("gemm", "17x33x7", [](problem& p) { p.alpha = 0.5f; p.beta = -1.5f; });
+  for (const char* e : {"bias", "relu", "bias_relu", "leaky_relu", "bias_gelu_tanh", "gelu", "bias_silu"})
+    add("gemm", small ? "17x7x33" : "33x100x17", [e](problem& p) { p.epilogue = e; p.slope = 0.1f; });
+  // element-wise
+  for (const char* f : {"relu", "leaky_relu", "gelu", "gelu_tanh", "silu", "exp", "tanh", "sigmoid", "abs", "neg"})
+    add(f, small ? "3x7x17" : "3x7x257", none);
+  for (const char* f : {"add", "sub", "mul", "div", "max", "min"}) add(f, small ? "7x33" : "33x1000", none);
+  add("add", "7x1x33,17x1", none);  // both sides broadcast
+  add("mul", small ? "3x17x33,33" : "3x100x257,257", none);
+  // reductions over every axis position
+  for (const char* f : {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"}) {
+    add(f, small ? "7x33x3" : "7x257x3", [](problem& p) { p.axis = 1; });
+    add(f, small ? "17x33" : "100x257", [](problem& p) { p.axis = -1; });
+    add(f, "33x7", [](problem& p) { p.axis = 0; });
+  }
+  // row ops
+  for (const char* f : {"softmax", "layer_norm", "rms_norm"}) {
+    add(f, "1x3", none);
+    add(f, small ? "17x33" : "100x257", none);
+    add(f, small ? "3x100" : "3x1000", none);
+  }
+  // conv2d: stride, padding, dilation, groups, bias + activation
+  add("conv2d", "1x3x7x7,4x3x3x3", none);
+  add("conv2d", small ? "2x4x9x9,6x2x3x3" : "2x4x17x17,6x2x3x3",
+      [](problem& p) { p.groups = 2; p.stride[0] = p.stride[1] = 2; p.pad[0] = p.pad[1] = 1; });
+  add("conv2d", small ? "1x3x9x7,5x3x3x2" : "1x3x17x13,5x3x3x2",
+      [](problem& p) { p.dilation[0] = 2; p.pad[1] = 2; p.epilogue = "bias_relu"; });
+  add("conv2d", "1x6x7x7,6x1x3x3", [](problem& p) { p.groups = 6; p.pad[0] = p.pad[1] = 1; p.epilogue = "bias_gelu"; });
+  // attention, causal or not, S != L
+  add("attention", "1x1x1x3", none);
+  add("attention", small ? "1x2x7x17" : "2x3x33x17", none);
+  add("attention", small ? "1x2x17x7" : "1x2x100x33", [](problem& p) { p.causal = true; });
+  add("attention", small ? "1x1x7x17,33" : "1x2x7x17,100", [](problem& p) { p.causal = true; });
+  add("attention", small ? "1x1x17x7,3" : "1x1x33x7,3", none);
+  return ps;
+}
+
+}  // namespace kforge

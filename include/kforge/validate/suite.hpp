@@ -1,0 +1,411 @@
+// kforge/validate/suite.hpp — the validation suite: the gate every kernel
+// passes (blocked CPU code, GLSL shaders, tuned variants, generated kernels).
+//
+// For one problem it runs ten cases — five random distributions (uniform,
+// normal, sparse, large magnitude, small magnitude) and five edge cases
+// (zeros, ones, alternating signs, values near the op's extremes, NaN/Inf) —
+// from a seed, runs the Eigen reference and the candidate on identical inputs,
+// and compares element by element with the op's tolerance (ops/*.hpp) scaled
+// per element (see error_scale). The candidate's output is poisoned before it
+// runs (NaN, or a finite sentinel in the NaN/Inf case) so that an element it
+// never writes cannot match by luck; reference outputs that are all zero or
+// constant are flagged `degenerate`, and a suite whose every case is
+// degenerate does not pass.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kforge/core/json.hpp"
+#include "kforge/eigen/eigen.hpp"
+#include "kforge/validate/execute.hpp"
+#include "kforge/validate/problem.hpp"
+
+namespace kforge {
+
+enum class input_case : std::uint8_t { uniform, normal, sparse, large, small, zeros, ones, alternating, extremes, nan_inf };
+
+inline constexpr std::array<input_case, 10> all_cases = {
+    input_case::uniform, input_case::normal,      input_case::sparse,   input_case::large,  input_case::small,
+    input_case::zeros,   input_case::ones,        input_case::alternating, input_case::extremes, input_case::nan_inf};
+
+constexpr std::string_view to_string(input_case c) {
+  switch (c) {
+    case input_case::uniform: return "uniform";
+    case input_case::normal: return "normal";
+    case input_case::sparse: return "sparse";
+    case input_case::large: return "large_magnitude";
+    case input_case::small: return "small_magnitude";
+    case input_case::zeros: return "zeros";
+    case input_case::ones: return "ones";
+    case input_case::alternating: return "alternating_signs";
+    case input_case::extremes: return "extremes";
+    case input_case::nan_inf: return "nan_inf";
+  }
+  return "?";
+}
+
+/// A deterministic generator (splitmix64): the same seed gives the same
+/// inputs on every platform and standard library.
+class rng {
+ public:
+  explicit rng(std::uint64_t seed) : s_(seed) {}
+  std::uint64_t next() {
+    std::uint64_t z = (s_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [0, 1).
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+  double uniform(double lo, double hi) { return lo + (hi - lo) * uniform(); }
+  double normal() {
+    const double u1 = std::max(uniform(), 1e-300), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+  double sign() { return (next() & 1) ? 1.0 : -1.0; }
+
+ private:
+  std::uint64_t s_;
+};
+
+/// Input magnitudes of the large-magnitude and extremes cases for a problem:
+/// as large as the op and dtype allow without the reference itself
+/// overflowing, so that these cases test range handling, not overflow luck.
+struct case_magnitudes {
+  double large;           ///< large-magnitude case: |x| in [large/2, large]
+  double extreme_lo, extreme_hi;  ///< extremes case: |x| in [lo, hi]
+  bool extreme_positive_only = false;
+};
+
+inline double max_finite(dtype d) { return d == dtype::f16 ? 65504.0 : 3.3895313892515355e38; }
+
+inline case_magnitudes magnitudes_for(const problem& p) {
+  const double mx = max_finite(p.type);
+  const bool f16 = p.type == dtype::f16;
+  const op_family fam = find_op(p.op).family;
+  const auto ops = operands(p);
+  switch (fam) {
+    case op_family::gemm:
+    case op_family::conv2d: {
+      const double k = fam == op_family::gemm ? static_cast<double>(p.dims[2])
+                                              : static_cast<double>(p.dims2[1] * p.dims2[2] * p.dims2[3]);
+      const double m = std::sqrt(mx / (8.0 * std::max(1.0, k)));
+      return {std::min(f16 ? 100.0 : 1e3, m), m / 2, m};
+    }
+    case op_family::unary: {
+      if (p.op == "exp") return {f16 ? 8.0 : 40.0, f16 ? 9.0 : 80.0, f16 ? 11.0 : 88.0};
+      if (p.op == "relu" || p.op == "abs" || p.op == "neg" || p.op == "leaky_relu")
+        return {f16 ? 1e4 : 1e30, mx / 4, mx / 2};
+      return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0};  // saturating functions
+    }
+    case op_family::binary: return {f16 ? 100.0 : 1e6, std::sqrt(mx) / 4, std::sqrt(mx) / 2};
+    case op_family::reduce: {
+      const int axis = p.axis < 0 ? p.axis + p.dims.rank() : p.axis;
+      const double n = static_cast<double>(std::max<index_t>(1, p.dims[axis]));
+      return {std::min(f16 ? 100.0 : 1e4, mx / (4 * n)), mx / (8 * n), mx / (4 * n)};
+    }
+    case op_family::softmax: return {f16 ? 1e3 : 1e4, mx / 8, mx / 4};
+    case op_family::layer_norm:
+    case op_family::rms_norm: return {f16 ? 100.0 : 1e4, f16 ? 1e4 : 1e14, f16 ? 6e4 : 1e15};
+    case op_family::attention: return {f16 ? 2.0 : 3.0, 2.0, 4.0};
+  }
+  (void)ops;
+  return {100.0, 1.0, 10.0};
+}
+
+/// Fills every input operand (and an output that is also read) for one case.
+inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, std::vector<host_tensor>& ts) {
+  const auto specs = operands(p);
+  const case_magnitudes mag = magnitudes_for(p);
+  for (std::size_t t = 0; t < ts.size(); ++t) {
+    const operand_spec& spec = specs[t];
+    host_tensor& h = ts[t];
+    if (spec.is_output && !spec.also_input) continue;
+    rng r(seed ^ (0x51ed2701u * (t + 1)) ^ (static_cast<std::uint64_t>(c) << 48));
+    const std::vector<index_t> offs = h.offsets();
+    index_t i = 0;
+    for (index_t off : offs) {
+      double v = 0;
+      switch (c) {
+        case input_case::uniform: v = r.uniform(-1, 1); break;
+        case input_case::normal: v = r.normal(); break;
+        case input_case::sparse: v = r.uniform() < 0.9 ? 0.0 : r.normal(); break;
+        case input_case::large: v = r.sign() * r.uniform(mag.large / 2, mag.large); break;
+        case input_case::small: v = r.sign() * r.uniform(1e-4, 1e-3); break;
+        case input_case::zeros: v = 0; break;
+        case input_case::ones: v = 1; break;
+        case input_case::alternating: v = (i % 2 ? -1.0 : 1.0) * (0.5 + r.uniform()); break;
+        case input_case::extremes:
+          v = (mag.extreme_positive_only ? 1.0 : r.sign()) * r.uniform(mag.extreme_lo, mag.extreme_hi);
+          break;
+        case input_case::nan_inf: {
+          v = r.uniform(-1, 1);
+          if (spec.gets_specials && !spec.is_output) {
+            const double u = r.uniform();
+            const bool inf_ok = find_op(p.op).family != op_family::attention;
+            if (u < 0.02) v = std::numeric_limits<double>::quiet_NaN();
+            else if (inf_ok && u < 0.03) v = std::numeric_limits<double>::infinity();
+            else if (inf_ok && u < 0.04) v = -std::numeric_limits<double>::infinity();
+          }
+          break;
+        }
+      }
+      h.set(off, static_cast<float>(v));
+      ++i;
+    }
+  }
+}
+
+/// Per-element error scale: the magnitude that rounding errors of a correct
+/// kernel are proportional to. For linear ops (gemm, conv2d, sum, mean,
+/// add/sub) it is the op applied to |inputs| — large where cancellation makes
+/// |ref| small; for the others it is derived from |ref| and the inputs.
+inline std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref) {
+  const auto specs = operands(p);
+  const std::vector<index_t> offs = ref.offsets();
+  std::vector<double> scale(offs.size(), 0.0);
+  auto abs_f32 = [](const host_tensor& h) {
+    host_tensor a(dtype::f32, h.dims, h.strides);
+    for (index_t i = 0; i < h.span(); ++i) a.set(i, std::fabs(h.get(i)));
+    return a;
+  };
+  auto finite_or = [](double v, double alt) { return std::isfinite(v) ? v : alt; };
+  const op_family fam = find_op(p.op).family;
+  auto linear_scale = [&](problem q) {
+    // The same op on |inputs| in f32, with the activation dropped.
+    q.type = dtype::f32;
+    if (fam == op_family::gemm || fam == op_family::conv2d) {
+      q.epilogue = detail::epilogue_has_bias(p.epilogue) ? "bias" : "none";
+      q.alpha = std::fabs(p.alpha);
+      q.beta = std::fabs(p.beta);
+    }
+    if (p.op == "reduce_max" || p.op == "reduce_min") q.op = "reduce_sum";
+    std::vector<host_tensor> a;
+    for (std::size_t t = 0; t < in.size(); ++t) a.push_back(abs_f32(in[t]));
+    execute<policy::eigen>(q, a);
+    const std::vector<index_t> ao = a.back().offsets();
+    for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = a.back().get(ao[e]);
+  };
+  switch (fam) {
+    case op_family::gemm:
+    case op_family::conv2d: linear_scale(p); break;
+    case op_family::reduce:
+      if (p.op == "reduce_sum" || p.op == "reduce_mean") linear_scale(p);
+      else
+        for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = std::fabs(ref.get(offs[e]));
+      break;
+    case op_family::binary:
+      if (p.op == "add" || p.op == "sub") {
+        problem q = p;
+        q.op = "add";
+        linear_scale(q);
+      } else {
+        for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = std::fabs(ref.get(offs[e]));
+      }
+      break;
+    case op_family::unary: {
+      const std::vector<index_t> xo = in[0].offsets();
+      for (std::size_t e = 0; e < offs.size(); ++e) {
+        const double x = std::fabs(in[0].get(xo[e]));
+        scale[e] = std::fabs(ref.get(offs[e])) * (1.0 + finite_or(x, 0.0)) + std::min(finite_or(x, 1.0), 1.0);
+      }
+      break;
+    }
+    case op_family::softmax: std::fill(scale.begin(), scale.end(), 1.0); break;
+    case op_family::layer_norm:
+    case op_family::rms_norm: {
+      const index_t cols = p.dims.back();
+      const std::vector<index_t> go = in[1].offsets();
+      const bool ln = fam == op_family::layer_norm;
+      const std::vector<index_t> bo = ln ? in[2].offsets() : std::vector<index_t>{};
+      for (std::size_t e = 0; e < offs.size(); ++e) {
+        const std::size_t j = static_cast<std::size_t>(static_cast<index_t>(e) % cols);
+        const double gamma = std::fabs(in[1].get(go[j])), beta = ln ? std::fabs(in[2].get(bo[j])) : 0.0;
+        scale[e] = std::fabs(ref.get(offs[e])) + gamma + beta;
+      }
+      break;
+    }
+    case op_family::attention: {
+      auto maxabs = [](const host_tensor& h) {
+        double m = 0;
+        for (index_t i = 0; i < h.span(); ++i) {
+          const double v = std::fabs(h.get(i));
+          if (std::isfinite(v)) m = std::max(m, v);
+        }
+        return m;
+      };
+      const double d = static_cast<double>(p.dims[3]);
+      const double s = p.scale > 0 ? p.scale : 1.0 / std::sqrt(std::max(1.0, d));
+      const double v = maxabs(in[2]) * (1.0 + s * maxabs(in[0]) * maxabs(in[1]) * d);
+      std::fill(scale.begin(), scale.end(), v);
+      break;
+    }
+  }
+  return scale;
+}
+
+/// The tolerance of a problem, from the numbers next to its op.
+inline tolerance tolerance_for(const problem& p) {
+  const auto specs = operands(p);
+  switch (find_op(p.op).family) {
+    case op_family::gemm: return gemm_tolerance(p.type, p.dims[2]);
+    case op_family::conv2d: return conv2d_tolerance(p.type, p.dims2[1] * p.dims2[2] * p.dims2[3]);
+    case op_family::unary:
+    case op_family::binary: return elementwise_tolerance(p.type);
+    case op_family::reduce: {
+      const int axis = p.axis < 0 ? p.axis + p.dims.rank() : p.axis;
+      return reduce_tolerance(p.type, p.dims[axis]);
+    }
+    case op_family::softmax: return softmax_tolerance(p.type, p.dims.back());
+    case op_family::layer_norm:
+    case op_family::rms_norm: return norm_tolerance(p.type, p.dims.back());
+    case op_family::attention: return attention_tolerance(p.type, p.dims[3], specs[1].dims[2]);
+  }
+  return {};
+}
+
+struct case_result {
+  std::string name;
+  bool passed = false;
+  bool degenerate = false;  ///< the reference output is all zero or constant
+  double max_abs_err = 0, max_rel_err = 0;
+  index_t mismatches = 0, elements = 0;
+  index_t first_bad = -1;   ///< logical index of the first failing element
+  double first_bad_out = 0, first_bad_ref = 0;
+  std::string error;        ///< the candidate threw: its message
+};
+
+struct report {
+  std::string problem;
+  bool all_passed = false;
+  int num_passed = 0, num_total = 0;
+  double max_abs_err = 0, max_rel_err = 0;
+  std::vector<case_result> cases;
+  std::string note;
+
+  std::string to_json() const {
+    json_writer w;
+    w.begin_object().field("problem", problem).field("all_passed", all_passed).field("num_passed", num_passed);
+    w.field("num_total", num_total).field("max_abs_err", max_abs_err).field("max_rel_err", max_rel_err);
+    if (!note.empty()) w.field("note", note);
+    w.key("cases").begin_array();
+    for (const auto& c : cases) {
+      w.begin_object().field("name", c.name).field("passed", c.passed).field("degenerate", c.degenerate);
+      w.field("max_abs_err", c.max_abs_err).field("max_rel_err", c.max_rel_err).field("mismatches", c.mismatches);
+      w.field("elements", c.elements);
+      if (c.first_bad >= 0)
+        w.field("first_bad_index", c.first_bad).field("first_bad_out", c.first_bad_out).field("first_bad_ref", c.first_bad_ref);
+      if (!c.error.empty()) w.field("error", c.error);
+      w.end_object();
+    }
+    w.end_array().end_object();
+    return w.str();
+  }
+};
+
+/// Compares a candidate output with the reference element by element.
+inline case_result compare_outputs(const problem& p, const host_tensor& out, const host_tensor& ref,
+                                   const std::vector<double>& scale) {
+  case_result r;
+  const tolerance tol = tolerance_for(p);
+  const std::vector<index_t> oo = out.offsets(), ro = ref.offsets();
+  r.elements = static_cast<index_t>(ro.size());
+  double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+  bool all_zero = true;
+  for (std::size_t e = 0; e < ro.size(); ++e) {
+    const double o = out.get(oo[e]), f = ref.get(ro[e]);
+    bool ok;
+    if (std::isnan(f)) {
+      ok = std::isnan(o);
+    } else if (std::isinf(f)) {
+      ok = o == f;
+    } else {
+      lo = std::min(lo, f);
+      hi = std::max(hi, f);
+      all_zero = all_zero && f == 0.0;
+      const double err = std::fabs(o - f);
+      const double bound = tol.atol * scale[e] + tol.rtol * std::fabs(f) + tol.ulps * ulp_at(p.type, f);
+      ok = std::isfinite(o) && err <= bound;
+      if (std::isfinite(o)) {
+        r.max_abs_err = std::max(r.max_abs_err, err);
+        const double denom = std::max(std::fabs(f), scale[e]);
+        if (denom > 0) r.max_rel_err = std::max(r.max_rel_err, err / denom);
+      } else {
+        r.max_abs_err = std::numeric_limits<double>::infinity();
+      }
+    }
+    if (!ok) {
+      if (r.first_bad < 0) {
+        r.first_bad = static_cast<index_t>(e);
+        r.first_bad_out = o;
+        r.first_bad_ref = f;
+      }
+      ++r.mismatches;
+    }
+  }
+  r.degenerate = ro.empty() || all_zero || (ro.size() > 1 && (hi - lo) <= 1e-12 * std::max(1.0, std::fabs(hi)));
+  r.passed = r.mismatches == 0;
+  return r;
+}
+
+/// Runs a problem on host tensors; the candidate of the suite.
+using executor = std::function<void(const problem&, std::vector<host_tensor>&)>;
+
+struct suite_options {
+  std::uint64_t seed = 0x6b666f7267650001ull;
+  std::vector<input_case> cases{all_cases.begin(), all_cases.end()};
+  bool skip_degenerate = false;  ///< drop cases whose reference is degenerate (the generation gate)
+};
+
+/// Validates `candidate` on problem p against the Eigen reference.
+inline report validate(const problem& p, const executor& candidate, const suite_options& opt = {}) {
+  report rep;
+  rep.problem = describe(p);
+  const auto specs = operands(p);
+  for (input_case c : opt.cases) {
+    std::vector<host_tensor> ref_ts = allocate(p);
+    generate_inputs(p, c, opt.seed, ref_ts);
+    std::vector<host_tensor> cand_ts = ref_ts;  // identical inputs (and initial C)
+    const std::vector<host_tensor> inputs(ref_ts.begin(), ref_ts.end());  // inputs as given, before the call
+    execute<policy::eigen>(p, ref_ts);
+    if (!specs.back().also_input) {
+      host_tensor& o = cand_ts.back();
+      const float poison = c == input_case::nan_inf ? -12345.0f : std::numeric_limits<float>::quiet_NaN();
+      for (index_t i = 0; i < o.span(); ++i) o.set(i, poison);
+    }
+    case_result r;
+    try {
+      candidate(p, cand_ts);
+      r = compare_outputs(p, cand_ts.back(), ref_ts.back(), error_scale(p, inputs, ref_ts.back()));
+    } catch (const std::exception& e) {
+      r.error = e.what();
+      r.passed = false;
+    }
+    r.name = std::string(to_string(c));
+    if (opt.skip_degenerate && r.degenerate && r.error.empty()) continue;
+    rep.max_abs_err = std::max(rep.max_abs_err, r.max_abs_err);
+    rep.max_rel_err = std::max(rep.max_rel_err, r.max_rel_err);
+    rep.num_passed += r.passed ? 1 : 0;
+    rep.cases.push_back(std::move(r));
+  }
+  rep.num_total = static_cast<int>(rep.cases.size());
+  const bool informative = std::any_of(rep.cases.begin(), rep.cases.end(), [](const case_result& r) { return !r.degenerate; });
+  rep.all_passed = rep.num_total > 0 && rep.num_passed == rep.num_total && informative;
+  if (!informative) rep.note = "every reference output was degenerate (all zero or constant): nothing was tested";
+  return rep;
+}
+
+/// Validates Policy on problem p.
+template <class Policy>
+report validate(const problem& p, const suite_options& opt = {}) {
+  return validate(p, executor(&execute<Policy>), opt);
+}
+
+}  // namespace kforge
