@@ -1,0 +1,17 @@
+# Runs the kforge tool with ARGS (a ;-list) and checks its exit code (RC) and,
+# if given, that its output matches REGEX and that stderr is one line.
+separate_arguments(arglist UNIX_COMMAND "${ARGS}")
+execute_process(COMMAND ${TOOL} ${arglist} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
+if(NOT rc STREQUAL "${RC}")
+  message(FATAL_ERROR "kforge ${ARGS}: exit ${rc}, expected ${RC}\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(DEFINED REGEX AND NOT "${out}${err}" MATCHES "${REGEX}")
+  message(FATAL_ERROR "kforge ${ARGS}: output does not match '${REGEX}'\nstdout:\n${out}\nstderr:\n${err}")
+endif()
+if(NOT RC STREQUAL "0" AND NOT RC STREQUAL "1")
+  string(REGEX MATCHALL "\n" lines "${err}")
+  list(LENGTH lines n)
+  if(NOT n EQUAL 1)
+    message(FATAL_ERROR "kforge ${ARGS}: expected a one-line error, got:\n${err}")
+  endif()
+endif()
