@@ -1,0 +1,28 @@
+// kforge/vulkan.hpp — the umbrella header of the Vulkan compute backend:
+// context, device tensors, streams, and policy::vulkan for every op.
+// Link kforge::vulkan. CPU-only code includes kforge/kforge.hpp and never
+// sees Vulkan, glslang or SPIRV-Cross headers.
+#pragma once
+
+#include "kforge/kforge.hpp"
+
+#define KFORGE_VULKAN_INTERNAL 1
+// The Vulkan idiom `VkFooInfo info{VK_STRUCTURE_TYPE_FOO_INFO};` value-initialises
+// the rest on purpose; -Wextra would flag every one of them.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"
+#endif
+#include "kforge/vulkan/error.hpp"
+#include "kforge/vulkan/handles.hpp"
+#include "kforge/vulkan/memory.hpp"
+#include "kforge/vulkan/compiler.hpp"
+#include "kforge/vulkan/context.hpp"
+#include "kforge/vulkan/stream.hpp"
+#include "kforge/vulkan/tensor.hpp"
+#include "kforge/vulkan/kernels.hpp"
+#include "kforge/vulkan/ops.hpp"
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
+#undef KFORGE_VULKAN_INTERNAL

@@ -1,0 +1,99 @@
+// kforge/vulkan/shaders/common.hpp — the GLSL prelude every kforge kernel
+// starts with: storage type T (float, or float16_t with 16-bit storage; all
+// arithmetic is f32), the activations of kforge/ops/functions.hpp written the
+// same way, NaN-propagating max/min, and workgroup reductions built from
+// subgroup operations plus one shared slot per subgroup.
+//
+// Defines set by the host: KF_F16 (0/1), and per kernel its own.
+#pragma once
+
+namespace kforge::vulkan::shaders {
+
+inline constexpr const char* common = R"glsl(
+#version 450
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_arithmetic : require
+#extension GL_KHR_shader_subgroup_vote : require
+#if KF_F16
+#extension GL_EXT_shader_16bit_storage : require
+#define T float16_t
+#else
+#define T float
+#endif
+
+layout(local_size_x_id = 0) in;
+
+const float KF_INF = 1.0 / 0.0;
+const float KF_NAN = 0.0 / 0.0;
+
+// Flat workgroup index over a 2-D grid (x is capped at 65535 groups).
+uint kf_group_id() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
+
+// tanh as in Cephes tanhf: a polynomial near 0 (no cancellation), and
+// 1 - 2/(exp(2|x|)+1) elsewhere (finite for any |x|, NaN passes through).
+float kf_tanh(float x) {
+  float a = abs(x);
+  if (a < 0.625) {
+    float z = x * x;
+    return ((((-5.70498872745e-3 * z + 2.06390887954e-2) * z - 5.37397155531e-2) * z + 1.33314422036e-1) * z -
+            3.33332819422e-1) * z * x + x;
+  }
+  float r = 1.0 - 2.0 / (exp(2.0 * a) + 1.0);
+  return x < 0.0 ? -r : r;
+}
+// erfc(|x|) with fractional error < 1.2e-7 (Numerical Recipes' Chebyshev fit);
+// erf(x) is then rounded to f32 like std::erf before 1 + erf(x) is formed.
+float kf_erf(float x) {
+  float z = abs(x);
+  float t = 1.0 / (1.0 + 0.5 * z);
+  float r = t * exp(-z * z - 1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806 +
+            t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277)))))))));
+  float e = 1.0 - r;
+  return x < 0.0 ? -e : e;
+}
+float kf_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }
+float kf_nan_max(float a, float b) { return (isnan(a) || isnan(b)) ? KF_NAN : (a > b ? a : b); }
+float kf_nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? KF_NAN : (a < b ? a : b); }
+
+// Function codes: kforge::fn's enumerator values.
+float kf_apply(int f, float x, float slope) {
+  if (f == 0) return x;
+  if (f == 1) return x < 0.0 ? 0.0 : x;                 // relu: NaN passes
+  if (f == 2) return x < 0.0 ? slope * x : x;           // leaky_relu
+  if (f == 3) return 0.5 * x * (1.0 + kf_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+  if (f == 4) return 0.5 * x * (1.0 + kf_erf(x * 0.7071067811865476));
+  if (f == 5) return x * kf_sigmoid(x);                 // silu
+  if (f == 6) return exp(x);
+  if (f == 7) return kf_tanh(x);
+  if (f == 8) return kf_sigmoid(x);
+  if (f == 9) return abs(x);
+  return -x;                                            // neg
+}
+
+// Workgroup-wide reductions; every invocation must call them (uniform flow).
+shared float kf_red[gl_WorkGroupSize.x];
+float kf_wg_sum(float v) {
+  v = subgroupAdd(v);
+  if (subgroupElect()) kf_red[gl_SubgroupID] = v;
+  barrier();
+  float r = 0.0;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) r += kf_red[i];
+  barrier();
+  return r;
+}
+// Max of values that contain no NaN (callers track NaN separately: SPIR-V's
+// FMax is undefined for NaN operands).
+float kf_wg_max(float v) {
+  v = subgroupMax(v);
+  if (subgroupElect()) kf_red[gl_SubgroupID] = v;
+  barrier();
+  float r = -KF_INF;
+  for (uint i = 0; i < gl_NumSubgroups; ++i) r = max(r, kf_red[i]);
+  barrier();
+  return r;
+}
+float kf_wg_min(float v) { return -kf_wg_max(-v); }
+bool kf_wg_any(bool b) { return kf_wg_max(subgroupAny(b) ? 1.0 : 0.0) > 0.5; }
+)glsl";
+
+}  // namespace kforge::vulkan::shaders

@@ -1,0 +1,121 @@
+// kforge/vulkan/shaders/gemm.hpp — tiled GEMM with a fused epilogue, and the
+// same kernel as conv2d's implicit GEMM (KF_CONV).
+//
+// Tiling: a workgroup computes a BM×BN tile of C, stepping K by BK through
+// shared memory (A tile stored k-major so the inner loop reads both tiles
+// with unit stride); each invocation owns TM×TN outputs spread with stride
+// BM/TM and BN/TN (neighbouring invocations touch neighbouring addresses).
+// Workgroup size = (BM/TM)·(BN/TN), set by the host as spec constant 0.
+// BM, BN, BK, TM, TN are specialization constants 1..5.
+//
+// Bounds: tile loads outside [M,K]/[K,N] store 0 to shared memory; stores
+// outside [M,N] are skipped; so any M, N, K (including 0) is handled and no
+// padding is asked of the caller.
+//
+// Epilogue (gemm): v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never
+// reads C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
+// Conv2d: M = K/groups filters, N = images·P·Q, K = C/groups·R·S; the B tile
+// is gathered from x on the fly (zero outside the padded image); group in
+// gl_WorkGroupID.z; bias is per filter (row m).
+#pragma once
+
+namespace kforge::vulkan::shaders {
+
+inline constexpr const char* gemm = R"glsl(
+layout(constant_id = 1) const uint BM = 64;
+layout(constant_id = 2) const uint BN = 64;
+layout(constant_id = 3) const uint BK = 16;
+layout(constant_id = 4) const uint TM = 4;
+layout(constant_id = 5) const uint TN = 4;
+
+layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
+layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
+
+#if KF_CONV
+layout(push_constant) uniform Push {
+  uint M, N, K;            // per group: filters, images*P*Q, C/G*R*S
+  uint C, H, W, P, Q, R, S, KT;
+  int sh, sw, ph, pw, dh, dw;
+  float slope;
+} pc;
+float load_a(uint g, uint m, uint k) { return float(b_[(g * pc.M + m) * pc.K + k]); }  // w [KT][C/G*R*S]
+float load_b(uint g, uint k, uint n) {
+  uint rs = pc.R * pc.S, pq = pc.P * pc.Q;
+  uint c = k / rs, r = (k % rs) / pc.S, s = k % pc.S;
+  uint img = n / pq, p = (n % pq) / pc.Q, q = n % pc.Q;
+  int ih = int(p) * pc.sh - pc.ph + int(r) * pc.dh;
+  int iw = int(q) * pc.sw - pc.pw + int(s) * pc.dw;
+  if (ih < 0 || iw < 0 || ih >= int(pc.H) || iw >= int(pc.W)) return 0.0;
+  uint cg = pc.C / (pc.KT / pc.M);
+  return float(a_[((img * pc.C + g * cg + c) * pc.H + uint(ih)) * pc.W + uint(iw)]);
+}
+#else
+layout(push_constant) uniform Push {
+  uint M, N, K;
+  float alpha, beta, slope;
+} pc;
+float load_a(uint g, uint m, uint k) { return float(a_[m * pc.K + k]); }
+float load_b(uint g, uint k, uint n) { return float(b_[k * pc.N + n]); }
+#endif
+
+shared float As[BK * BM];
+shared float Bs[BK * BN];
+
+void main() {
+  const uint RS = BM / TM, CS = BN / TN;
+  uint t = gl_LocalInvocationID.x;
+  uint tr = t / CS, tc = t % CS;
+  uint m0 = gl_WorkGroupID.y * BM, n0 = gl_WorkGroupID.x * BN, g = gl_WorkGroupID.z;
+  float acc[TM * TN];
+  for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+  for (uint k0 = 0; k0 < pc.K; k0 += BK) {
+    for (uint i = t; i < BM * BK; i += gl_WorkGroupSize.x) {
+      uint r = i / BK, c = i % BK;
+      uint gm = m0 + r, gk = k0 + c;
+      As[c * BM + r] = (gm < pc.M && gk < pc.K) ? load_a(g, gm, gk) : 0.0;
+    }
+    for (uint i = t; i < BK * BN; i += gl_WorkGroupSize.x) {
+      uint r = i / BN, c = i % BN;
+      uint gk = k0 + r, gn = n0 + c;
+      Bs[r * BN + c] = (gk < pc.K && gn < pc.N) ? load_b(g, gk, gn) : 0.0;
+    }
+    barrier();
+    for (uint kk = 0; kk < BK; ++kk) {
+      float av[TM], bv[TN];
+      for (uint i = 0; i < TM; ++i) av[i] = As[kk * BM + tr + i * RS];
+      for (uint j = 0; j < TN; ++j) bv[j] = Bs[kk * BN + tc + j * CS];
+      for (uint i = 0; i < TM; ++i)
+        for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);
+    }
+    barrier();
+  }
+  for (uint i = 0; i < TM; ++i) {
+    uint gm = m0 + tr + i * RS;
+    if (gm >= pc.M) continue;
+    for (uint j = 0; j < TN; ++j) {
+      uint gn = n0 + tc + j * CS;
+      if (gn >= pc.N) continue;
+      float v = acc[i * TN + j];
+#if KF_CONV
+#if KF_BIAS
+      v += float(bias_[g * pc.M + gm]);
+#endif
+      uint pq = pc.P * pc.Q, img = gn / pq;
+      c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = T(kf_apply(KF_ACT, v, pc.slope));
+#else
+      uint idx = gm * pc.N + gn;
+      v *= pc.alpha;
+      if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+#if KF_BIAS
+      v += float(bias_[gn]);
+#endif
+      c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+#endif
+    }
+  }
+}
+)glsl";
+
+}  // namespace kforge::vulkan::shaders

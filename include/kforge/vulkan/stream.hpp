@@ -1,0 +1,292 @@
+// kforge/vulkan/stream.hpp — records ops into one command buffer, submits
+// once, waits with a timeout, replays, and times every dispatch.
+//
+// Barriers only where data flows: the stream remembers which buffer ranges
+// were read and written since the last barrier; a command that reads or
+// writes a range written since then (RAW, WAW), or writes a range read since
+// then (WAR), gets one global memory barrier first. Independent dispatches
+// run without barriers between them.
+//
+// Timestamps: when the queue supports them, a timestamp is written before and
+// after every dispatch (up to 256 dispatches per recording); timings() turns
+// them into milliseconds after wait().
+//
+// Temporaries a recording needs (staging areas, tensors made for one host
+// call) are kept alive by the stream until reset() or destruction. Tensors
+// passed in by the caller must outlive the submission.
+#pragma once
+
+#ifndef KFORGE_VULKAN_INTERNAL
+#error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
+#endif
+
+#include <vulkan/vulkan.h>
+
+#include <array>
+#include <deque>
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "kforge/vulkan/context.hpp"
+
+namespace kforge::vulkan {
+
+/// One buffer a dispatch binds, and whether the dispatch writes it.
+struct binding {
+  buffer_ref ref;
+  bool write = false;
+};
+
+struct dispatch_timing {
+  std::string label;
+  double ms = -1;  // -1: not timed (no timestamp support, or over capacity)
+};
+
+class stream {
+ public:
+  static constexpr std::uint32_t max_timed = 256;
+
+  explicit stream(context& ctx) : ctx_(&ctx) {
+    ctx.ensure_usable();
+    const auto& st = ctx.state();
+    VkCommandPoolCreateInfo pi{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    pi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    pi.queueFamilyIndex = ctx.queue_family();
+    VkCommandPool pool;
+    check(vkCreateCommandPool(st->device, &pi, nullptr, &pool), "vkCreateCommandPool");
+    pool_ = device_owned(st, pool, vkDestroyCommandPool);
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool;
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(st->device, &ai, &cmd_), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    check(vkCreateFence(st->device, &fi, nullptr, &fence), "vkCreateFence");
+    fence_ = device_owned(st, fence, vkDestroyFence);
+    if (ctx.info().timestamps) {
+      VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
+      qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
+      qi.queryCount = 2 * max_timed;
+      VkQueryPool qp;
+      check(vkCreateQueryPool(st->device, &qi, nullptr, &qp), "vkCreateQueryPool");
+      queries_ = device_owned(st, qp, vkDestroyQueryPool);
+    }
+  }
+  stream(const stream&) = delete;
+  stream& operator=(const stream&) = delete;
+  ~stream() {
+    if (in_flight_ && !ctx_->lost()) {
+      try {
+        wait();
+      } catch (...) {
+      }
+    }
+  }
+
+  context& ctx() const { return *ctx_; }
+
+  /// Records one dispatch of `p` over `groups` workgroups.
+  void dispatch(const pipeline& p, const std::vector<binding>& bufs, const void* push, std::uint32_t push_bytes,
+                std::array<std::uint32_t, 3> groups, std::string label) {
+    if (bufs.size() != p.bindings)
+      throw interface_error("kforge::vulkan: dispatch of '" + p.name + "' binds " + std::to_string(bufs.size()) +
+                            " buffers, the pipeline has " + std::to_string(p.bindings));
+    if (push_bytes != p.push_bytes)
+      throw interface_error("kforge::vulkan: dispatch of '" + p.name + "' pushes " + std::to_string(push_bytes) +
+                            " bytes, the pipeline declares " + std::to_string(p.push_bytes));
+    begin();
+    std::vector<buffer_ref> reads, writes;
+    for (const auto& b : bufs) (b.write ? writes : reads).push_back(b.ref);
+    hazard(reads, writes);
+    std::vector<VkDescriptorBufferInfo> infos(bufs.size());
+    std::vector<VkWriteDescriptorSet> w(bufs.size());
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      infos[i] = {bufs[i].ref.buffer, bufs[i].ref.offset, bufs[i].ref.size};
+      w[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+      w[i].dstBinding = static_cast<std::uint32_t>(i);
+      w[i].descriptorCount = 1;
+      w[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+      w[i].pBufferInfo = &infos[i];
+    }
+    vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.handle.get());
+    ctx_->push_descriptor_fn()(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout.get(), 0,
+                               static_cast<std::uint32_t>(w.size()), w.data());
+    if (push_bytes) vkCmdPushConstants(cmd_, p.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
+    const bool timed = queries_ && labels_.size() < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * labels_.size());
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
+    if (groups[0] && groups[1] && groups[2]) vkCmdDispatch(cmd_, groups[0], groups[1], groups[2]);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_.get(), q + 1);
+    labels_.push_back({std::move(label), timed});
+  }
+
+  /// Records a device-to-device copy of `bytes` bytes.
+  void copy(buffer_ref src, buffer_ref dst, VkDeviceSize bytes) {
+    if (!bytes) return;
+    begin();
+    hazard({buffer_ref{src.buffer, src.offset, bytes}}, {buffer_ref{dst.buffer, dst.offset, bytes}});
+    VkBufferCopy region{src.offset, dst.offset, bytes};
+    vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+    ++copies_;
+  }
+
+  /// A host-visible staging area kept alive by the stream; write it before
+  /// submit() (upload) or read it after wait() (download).
+  buffer_slice& staging(VkDeviceSize bytes) {
+    keep_.push_back(ctx_->staging_memory().allocate(bytes));
+    return keep_.back();
+  }
+  /// Keeps a temporary alive until reset().
+  buffer_slice& keep(buffer_slice&& s) {
+    keep_.push_back(std::move(s));
+    return keep_.back();
+  }
+
+  /// Ends recording (first time) and submits. A recorded stream can be
+  /// submitted again after wait(): that is a replay.
+  void submit() {
+    ctx_->ensure_usable();
+    if (in_flight_) throw argument_error("kforge::vulkan::stream: submit() while the previous submission is in flight");
+    if (!began_) begin();  // an empty recording still submits (and signals the fence)
+    if (recording_) {
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+      vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
+                           VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+      recording_ = false;
+    }
+    VkFence f = fence_.get();
+    check(vkResetFences(ctx_->device(), 1, &f), "vkResetFences");
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    const VkResult r = vkQueueSubmit(ctx_->queue(), 1, &si, f);
+    if (r == VK_ERROR_DEVICE_LOST) ctx_->mark_lost();
+    check(r, "vkQueueSubmit");
+    in_flight_ = true;
+    ++submits_;
+  }
+
+  /// Waits for the submission; throws device_lost on VK_ERROR_DEVICE_LOST or
+  /// when the context's timeout passes (the context is then abandoned).
+  void wait() {
+    if (!in_flight_) return;
+    VkFence f = fence_.get();
+    const auto ns = static_cast<std::uint64_t>(ctx_->timeout().count()) * 1000000ull;
+    const VkResult r = vkWaitForFences(ctx_->device(), 1, &f, VK_TRUE, ns);
+    if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
+      ctx_->mark_lost();
+      in_flight_ = false;
+      throw device_lost("kforge::vulkan: " +
+                        (r == VK_TIMEOUT ? "work on '" + ctx_->info().name + "' did not finish within " +
+                                               std::to_string(ctx_->timeout().count()) + " ms"
+                                         : std::string("VK_ERROR_DEVICE_LOST on '") + ctx_->info().name + "'") +
+                        " (" + std::to_string(labels_.size()) + " dispatches in the submission" +
+                        (labels_.empty() ? std::string() : ", first '" + labels_.front().label + "'") +
+                        "); the context is abandoned: build a new one");
+    }
+    check(r, "vkWaitForFences");
+    in_flight_ = false;
+  }
+
+  /// submit() then wait().
+  void run() {
+    submit();
+    wait();
+  }
+
+  /// Drops the recording and the temporaries; the stream can record anew.
+  void reset() {
+    wait();
+    if (began_) check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    began_ = recording_ = false;
+    labels_.clear();
+    keep_.clear();
+    reads_.clear();
+    writes_.clear();
+    barriers_ = copies_ = 0;
+  }
+
+  /// GPU time of each dispatch of the last completed submission.
+  std::vector<dispatch_timing> timings() const {
+    std::vector<dispatch_timing> out;
+    std::vector<std::uint64_t> ts(2 * max_timed);
+    std::size_t timed = 0;
+    for (const auto& l : labels_) timed += l.timed;
+    if (timed && submits_ && !in_flight_)
+      check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, static_cast<std::uint32_t>(2 * timed),
+                                  ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+            "vkGetQueryPoolResults");
+    for (std::size_t i = 0; i < labels_.size(); ++i) {
+      dispatch_timing t{labels_[i].label, -1};
+      if (labels_[i].timed && submits_ && !in_flight_)
+        t.ms = static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * ctx_->info().timestamp_period_ns * 1e-6;
+      out.push_back(std::move(t));
+    }
+    return out;
+  }
+
+  std::size_t dispatch_count() const { return labels_.size(); }
+  std::size_t barrier_count() const { return barriers_; }
+  std::size_t copy_count() const { return copies_; }
+  std::size_t submit_count() const { return submits_; }
+
+ private:
+  struct label_rec {
+    std::string label;
+    bool timed = false;
+  };
+
+  void begin() {
+    if (!recording_ && began_)
+      throw argument_error("kforge::vulkan::stream: already submitted; reset() before recording more");
+    if (began_) return;
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    if (queries_) vkCmdResetQueryPool(cmd_, queries_.get(), 0, 2 * max_timed);
+    began_ = recording_ = true;
+  }
+
+  static bool overlaps(const buffer_ref& a, const buffer_ref& b) {
+    return a.buffer == b.buffer && a.offset < b.offset + b.size && b.offset < a.offset + a.size;
+  }
+  static bool any_overlap(const std::vector<buffer_ref>& xs, const std::vector<buffer_ref>& ys) {
+    for (const auto& x : xs)
+      for (const auto& y : ys)
+        if (overlaps(x, y)) return true;
+    return false;
+  }
+  void hazard(const std::vector<buffer_ref>& reads, const std::vector<buffer_ref>& writes) {
+    if (any_overlap(reads, writes_) || any_overlap(writes, writes_) || any_overlap(writes, reads_)) {
+      VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+      mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT |
+                         VK_ACCESS_TRANSFER_READ_BIT;
+      mb.dstAccessMask = VK_ACCESS_SHADER_READ_BIT | VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_TRANSFER_READ_BIT |
+                         VK_ACCESS_TRANSFER_WRITE_BIT;
+      const VkPipelineStageFlags stages = VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT;
+      vkCmdPipelineBarrier(cmd_, stages, stages, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      ++barriers_;
+      reads_.clear();
+      writes_.clear();
+    }
+    reads_.insert(reads_.end(), reads.begin(), reads.end());
+    writes_.insert(writes_.end(), writes.begin(), writes.end());
+  }
+
+  context* ctx_;
+  unique_handle<VkCommandPool> pool_;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // freed with the pool
+  unique_handle<VkFence> fence_;
+  unique_handle<VkQueryPool> queries_;
+  bool began_ = false, recording_ = false, in_flight_ = false;
+  std::vector<label_rec> labels_;
+  std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
+  std::vector<buffer_ref> reads_, writes_;
+  std::size_t barriers_ = 0, copies_ = 0, submits_ = 0;
+};
+
+}  // namespace kforge::vulkan
