@@ -1,0 +1,56 @@
+// kforge/cpu/gemm.hpp — gemm for policy::blocked and policy::threaded.
+//
+// f32 with M ≤ 8 and row-major B takes the unpacked skinny path (LLM decoding
+// shapes: bound by reading B once); everything else runs the packed driver of
+// cpu/gemm_kernel.hpp. Bias is converted to f32 once per call; the epilogue
+// is applied in the micro-kernel's write-back.
+#pragma once
+
+#include "kforge/cpu/common.hpp"
+#include "kforge/cpu/gemm_kernel.hpp"
+#include "kforge/ops/gemm.hpp"
+
+namespace kforge::cpu::detail {
+
+struct tag_bias {};
+
+/// Bias of a gemm/conv2d as f32 (in a per-thread scratch buffer).
+template <class T>
+const float* bias_f32(const tensor_view<const T>& bias, index_t n) {
+  float* p = scratch<tag_bias>(static_cast<std::size_t>(n > 0 ? n : 1));
+  load_row(bias.data, bias.stride(0), n, p);
+  return p;
+}
+
+template <class Policy, class T, class E, class A>
+void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
+  using C = cpu_config<Policy>;
+  using S = typename C::simd;
+  if (g.m == 0 || g.n == 0) return;
+  gemm_epilogue ep;
+  ep.alpha = op.alpha;
+  ep.beta = op.beta;
+  ep.act = E::activation;
+  ep.slope = op.epilogue.slope;
+  if constexpr (E::has_bias) ep.bias = bias_f32(g.bias, g.n);
+  const matrix_source<T> a{g.a.data, g.a.stride(0), g.a.stride(1)};
+  const matrix_source<T> b{g.b.data, g.b.stride(0), g.b.stride(1)};
+  if constexpr (std::is_same_v<T, float>) {
+    if (g.m <= 8 && (g.n <= 1 || g.b.stride(1) == 1)) {
+      gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, C::threads());
+      return;
+    }
+  }
+  gemm_blocked<S, C::mr, C::nr / S::width>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep,
+                                           blocking_of<Policy>(), C::threads());
+}
+
+}  // namespace kforge::cpu::detail
+
+namespace kforge::detail {
+template <class P, class T, class E, class A>
+  requires(cpu::detail::cpu_policy<P> && cpu::detail::cpu_element<T> && std::is_same_v<A, float>)
+struct impl<P, op::gemm<T, E, A>> : gemm_entry<impl<P, op::gemm<T, E, A>>, op::gemm<T, E, A>> {
+  static void compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) { cpu::detail::gemm_compute<P>(op, g); }
+};
+}  // namespace kforge::detail

@@ -1,0 +1,418 @@
+// kforge/cpu/gemm_kernel.hpp — the blocked, packed gemm every CPU op that
+// needs a matrix product runs on (gemm, conv2d; attention reuses the
+// micro-kernel).
+//
+// Tiling (BLIS's five loops, row-major C):
+//   jc over N by NC    — a KC×NC slab of B is packed once, shared by all threads
+//   pc over K by KC    —   (packed B in L3; partial sums stay in C or in an f32 workspace)
+//   ic over M by MC    — an MC×KC block of A is packed per thread (L2)
+//   jr over NC by NR   —   the KC×NR micro-panel of B stays in L1
+//   ir over MC by MR   —   micro-kernel: MR×NR accumulators in registers
+// Packing converts half/bfloat16 to f32 and reads any strides (row-major,
+// column-major, sub-blocks), so the micro-kernel only sees dense f32 panels.
+//
+// Bounds: panels are zero-padded to whole MR×NR tiles, so the micro-kernel
+// always computes a full tile; the write-back stores only the mr×nr corner
+// that exists. Write-back applies alpha, beta·C (C is not read when beta is
+// 0), bias and the activation on the last KC block while the tile is in
+// registers/L1 — the epilogue never makes a second pass over C. Full f32
+// tiles with contiguous rows and no activation are written straight from
+// registers; everything else goes through a 1.5 KiB stack tile.
+//
+// Threads: the packed B slab is packed cooperatively (each thread a share of
+// the NR panels), then the M×NC block is split in a tm×tn grid of threads that
+// minimises the largest share of micro-tiles (tall-skinny splits M, short-wide
+// splits N, square splits M). Two barriers per (jc, pc) step.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <new>
+#include <type_traits>
+
+#include "kforge/core/tensor.hpp"
+#include "kforge/cpu/config.hpp"
+#include "kforge/cpu/isa.hpp"
+#include "kforge/cpu/thread_pool.hpp"
+#include "kforge/cpu/vmath.hpp"
+
+namespace kforge::cpu::detail {
+
+// ---- scratch memory -----------------------------------------------------------
+
+/// A growing 64-byte-aligned float buffer, one per (thread, Tag): kernels
+/// reuse it across calls instead of allocating (large mallocs are mmapped and
+/// would page-fault on every call).
+template <class Tag>
+float* scratch(std::size_t n) {
+  struct buffer {
+    float* p = nullptr;
+    std::size_t cap = 0;
+    ~buffer() { std::free(p); }
+  };
+  thread_local buffer b;
+  if (n > b.cap) {
+    std::free(b.p);
+    const std::size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    b.p = static_cast<float*>(std::aligned_alloc(64, bytes));
+    if (!b.p) throw std::bad_alloc();
+    b.cap = n;
+  }
+  return b.p;
+}
+struct tag_pack_a {};
+struct tag_pack_b {};
+struct tag_work {};
+
+// ---- operands -----------------------------------------------------------------
+
+/// A strided matrix operand: element (i, j) at p[i·rs + j·cs].
+template <class T>
+struct matrix_source {
+  const T* p;
+  index_t rs, cs;
+};
+
+/// The epilogue of one call, in f32, decided at run time (one instantiation
+/// of the kernels serves every epilogue).
+struct gemm_epilogue {
+  float alpha = 1.0f, beta = 0.0f;
+  const float* bias = nullptr;  ///< f32, one per column (or per row)
+  bool bias_per_row = false;    ///< conv2d: one bias per output channel = row
+  fn act = fn::identity;
+  float slope = 0.01f;
+};
+
+// ---- micro-kernel -------------------------------------------------------------
+
+/// acc[MR][NR] = Σ_k a[k·MR + i] · b[k·NR + j] over kc steps, then either
+/// stored raw into `tile` (ld NR) when to_tile, or written to f32 C as
+/// alpha·acc + beta·C + bias (C not read when beta == 0).
+template <class S, int MR, int NV>
+void microkernel(index_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, index_t ldc,
+                 float alpha, float beta, const float* bias_c, const float* bias_r, bool to_tile) {
+  using reg = typename S::reg;
+  constexpr int W = S::width, NR = NV * W;
+  reg acc[MR][NV];
+#pragma GCC unroll 64
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+#pragma GCC unroll 4
+  for (index_t k = 0; k < kc; ++k) {
+    __builtin_prefetch(a + 8 * MR);
+    reg bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = S::load(b + v * W);
+#pragma GCC unroll 64
+    for (int i = 0; i < MR; ++i) {
+      const reg ai = S::set1(a[i]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[i][v] = S::fmadd(ai, bv[v], acc[i][v]);
+    }
+    a += MR;
+    b += NR;
+  }
+  if (to_tile) {
+#pragma GCC unroll 64
+    for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) S::store(c + i * NR + v * W, acc[i][v]);
+    return;
+  }
+  const reg va = S::set1(alpha), vb = S::set1(beta);
+#pragma GCC unroll 64
+  for (int i = 0; i < MR; ++i) {
+    float* ci = c + i * ldc;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      reg r = S::mul(acc[i][v], va);
+      if (beta != 0.0f) r = S::fmadd(vb, S::load(ci + v * W), r);
+      if (bias_c) r = S::add(r, S::load(bias_c + v * W));
+      if (bias_r) r = S::add(r, S::set1(bias_r[i]));
+      S::store(ci + v * W, r);
+    }
+  }
+}
+
+// ---- packing ------------------------------------------------------------------
+
+/// Packs rows [i0, i0+mc) × depth [k0, k0+kc) of A into MR-row panels, each
+/// laid out [k][MR]; rows past mc are zero.
+template <int MR, class T>
+void pack_a(const matrix_source<T>& A, index_t i0, index_t mc, index_t k0, index_t kc, float* __restrict dst) {
+  for (index_t p = 0; p < mc; p += MR, dst += MR * kc) {
+    const int mr = static_cast<int>(std::min<index_t>(MR, mc - p));
+    const T* src = A.p + (i0 + p) * A.rs + k0 * A.cs;
+    if (A.cs == 1 && mr == MR) {
+      // Rows contiguous along k: read MR rows side by side, write [k][MR].
+      const T* rows[MR];
+      for (int i = 0; i < MR; ++i) rows[i] = src + i * A.rs;
+      for (index_t k = 0; k < kc; ++k)
+#pragma GCC unroll 16
+        for (int i = 0; i < MR; ++i) dst[k * MR + i] = to_f32(rows[i][k]);
+    } else {
+      for (index_t k = 0; k < kc; ++k) {
+        const T* col = src + k * A.cs;
+        for (int i = 0; i < mr; ++i) dst[k * MR + i] = to_f32(col[i * A.rs]);
+        for (int i = mr; i < MR; ++i) dst[k * MR + i] = 0.0f;
+      }
+    }
+  }
+}
+
+/// Packs depth [k0, k0+kc) × columns [j0, j0+nc) of B into NR-column panels,
+/// each laid out [k][NR]; columns past nc are zero.
+template <int NR, class T>
+void pack_b(const matrix_source<T>& B, index_t k0, index_t kc, index_t j0, index_t nc, float* __restrict dst) {
+  for (index_t p = 0; p < nc; p += NR, dst += NR * kc) {
+    const int nr = static_cast<int>(std::min<index_t>(NR, nc - p));
+    const T* src = B.p + k0 * B.rs + (j0 + p) * B.cs;
+    if (B.rs == 1 && B.cs != 1) {
+      // Column-major B: walk each column along k (contiguous reads).
+      for (int j = 0; j < nr; ++j) {
+        const T* col = src + j * B.cs;
+        for (index_t k = 0; k < kc; ++k) dst[k * NR + j] = to_f32(col[k]);
+      }
+      for (index_t k = 0; k < kc; ++k)
+        for (int j = nr; j < NR; ++j) dst[k * NR + j] = 0.0f;
+    } else {
+      for (index_t k = 0; k < kc; ++k) {
+        load_row(src + k * B.rs, B.cs, nr, dst + k * NR);
+        for (int j = nr; j < NR; ++j) dst[k * NR + j] = 0.0f;
+      }
+    }
+  }
+}
+
+// ---- write-back of a stack tile -------------------------------------------------
+
+/// Finishes an mr×nr corner of a raw accumulator tile: alpha·acc plus either
+/// beta·C (first KC block) or the f32 partial sum of the earlier blocks; on the
+/// last block adds the bias, applies the activation and stores T, otherwise
+/// stores the f32 partial sum (into C for f32, into `work` for half/bf16).
+template <class T, int NR>
+void finish_tile(const float* __restrict tile, int mr, int nr, index_t i0, index_t j0, bool first, bool last,
+                 const gemm_epilogue& ep, T* c, index_t rs, index_t cs, float* work, index_t ldw, index_t wj0) {
+  alignas(64) float v[NR];
+  for (int i = 0; i < mr; ++i) {
+    T* crow = c + (i0 + i) * rs + j0 * cs;
+    float* wrow = nullptr;
+    if constexpr (!std::is_same_v<T, float>)
+      if (work) wrow = work + (i0 + i) * ldw + wj0;
+    for (int j = 0; j < nr; ++j) v[j] = ep.alpha * tile[i * NR + j];
+    if (first) {
+      if (ep.beta != 0.0f)
+        for (int j = 0; j < nr; ++j) v[j] += ep.beta * to_f32(crow[j * cs]);
+    } else if constexpr (std::is_same_v<T, float>) {
+      for (int j = 0; j < nr; ++j) v[j] += crow[j * cs];
+    } else {
+      for (int j = 0; j < nr; ++j) v[j] += wrow[j];
+    }
+    if (last) {
+      if (ep.bias) {
+        if (ep.bias_per_row) {
+          const float bv = ep.bias[i0 + i];
+          for (int j = 0; j < nr; ++j) v[j] += bv;
+        } else {
+          for (int j = 0; j < nr; ++j) v[j] += ep.bias[j0 + j];
+        }
+      }
+      apply_activation(ep.act, ep.slope, v, nr);
+      store_row<T>(v, nr, crow, cs);
+    } else if constexpr (std::is_same_v<T, float>) {
+      store_row<float>(v, nr, crow, cs);
+    } else {
+      for (int j = 0; j < nr; ++j) wrow[j] = v[j];
+    }
+  }
+}
+
+// ---- thread grid --------------------------------------------------------------
+
+/// The tm×tn grid (tm·tn = nt) that minimises the largest per-thread share of
+/// micro-tiles of an m×n block; ties prefer splitting M (no duplicated A packing).
+inline void choose_grid(index_t m, index_t n, int mr, int nr, int nt, int& tm, int& tn) {
+  const index_t mt = (m + mr - 1) / mr, ntl = (n + nr - 1) / nr;
+  index_t best = -1;
+  tm = nt;
+  tn = 1;
+  for (int a = nt; a >= 1; --a) {
+    if (nt % a) continue;
+    const int b = nt / a;
+    const index_t cost = ((mt + a - 1) / a) * ((ntl + b - 1) / b);
+    if (best < 0 || cost < best) {
+      best = cost;
+      tm = a;
+      tn = b;
+    }
+  }
+}
+
+/// Problems below this many flops run on one thread: waking a worker and two
+/// barriers cost ~5 µs, about what 2·96³ flops take on one Zen 5 core.
+inline constexpr double gemm_parallel_min_flops = 2.0 * 96 * 96 * 96;
+
+// ---- the driver -----------------------------------------------------------------
+
+/// C[m×n] (strides rs_c, cs_c) = epilogue(A[m×k] · B[k×n]) on up to nthreads
+/// threads. BSrc is matrix_source<T> or another source with a pack_b overload
+/// (conv2d's implicit im2col).
+template <class S, int MR, int NV, class T, class BSrc>
+void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, const BSrc& b, T* c, index_t rs_c,
+                  index_t cs_c, const gemm_epilogue& ep, blocking bl, int nthreads) {
+  constexpr int NR = NV * S::width;
+  if (m <= 0 || n <= 0) return;
+  const index_t KC = bl.kc, MC = bl.mc, NC = bl.nc;
+  const index_t ncmax = std::min<index_t>(NC, (n + NR - 1) / NR * NR);
+  const index_t kcmax = std::max<index_t>(1, std::min<index_t>(KC, k));
+  float* work = nullptr;
+  index_t ldw = 0;
+  if constexpr (!std::is_same_v<T, float>) {
+    if (k > KC) {
+      ldw = ncmax;
+      work = scratch<tag_work>(static_cast<std::size_t>(m * ldw));
+    }
+  }
+  int nt = nthreads;
+  if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1)) <
+      gemm_parallel_min_flops)
+    nt = 1;
+  float* pb = scratch<tag_pack_b>(static_cast<std::size_t>(kcmax * ncmax));
+  spin_barrier bar(nt);
+
+  auto body = [&](int tid, int nth) {
+    float* pa = scratch<tag_pack_a>(static_cast<std::size_t>(std::min<index_t>(MC, (m + MR - 1) / MR * MR) * kcmax));
+    alignas(64) float tile[MR * NR];
+    for (index_t jc = 0; jc < n; jc += NC) {
+      const index_t nc = std::min<index_t>(NC, n - jc);
+      int tm, tn;
+      choose_grid(m, nc, MR, NR, nth, tm, tn);
+      const int ti = tid / tn, tj = tid % tn;
+      index_t m0, m1, n0, n1;
+      split_range((m + MR - 1) / MR, ti, tm, m0, m1);
+      split_range((nc + NR - 1) / NR, tj, tn, n0, n1);
+      m0 *= MR;
+      m1 = std::min<index_t>(m1 * MR, m);
+      n0 *= NR;
+      n1 = std::min<index_t>(n1 * NR, nc);
+      for (index_t pc = 0; pc == 0 || pc < k; pc += KC) {
+        const index_t kc = std::min<index_t>(KC, k - pc);
+        {  // this thread's share of the packed B slab
+          index_t p0, p1;
+          split_range((nc + NR - 1) / NR, tid, nth, p0, p1);
+          if (p0 < p1)
+            pack_b<NR>(b, pc, kc, jc + p0 * NR, std::min<index_t>(nc, p1 * NR) - p0 * NR, pb + p0 * NR * kc);
+        }
+        if (nth > 1) bar.wait();
+        const bool first = pc == 0, last = pc + kc >= k;
+        for (index_t ic = m0; ic < m1; ic += MC) {
+          const index_t mc = std::min<index_t>(MC, m1 - ic);
+          pack_a<MR>(a, ic, mc, pc, kc, pa);
+          for (index_t jr = n0; jr < n1; jr += NR) {
+            const int nr = static_cast<int>(std::min<index_t>(NR, n1 - jr));
+            const float* bp = pb + jr * kc;
+            for (index_t ir = 0; ir < mc; ir += MR) {
+              const int mr = static_cast<int>(std::min<index_t>(MR, mc - ir));
+              const float* ap = pa + ir * kc;
+              const index_t i = ic + ir, j = jc + jr;
+              bool direct = false;
+              if constexpr (std::is_same_v<T, float>)
+                direct = cs_c == 1 && mr == MR && nr == NR && (!last || ep.act == fn::identity);
+              if (direct) {
+                const float* bc = last && ep.bias && !ep.bias_per_row ? ep.bias + j : nullptr;
+                const float* br = last && ep.bias && ep.bias_per_row ? ep.bias + i : nullptr;
+                microkernel<S, MR, NV>(kc, ap, bp, reinterpret_cast<float*>(c) + i * rs_c + j, rs_c, ep.alpha,
+                                       first ? ep.beta : 1.0f, bc, br, false);
+              } else {
+                microkernel<S, MR, NV>(kc, ap, bp, tile, NR, 1.0f, 0.0f, nullptr, nullptr, true);
+                finish_tile<T, NR>(tile, mr, nr, i, j, first, last, ep, c, rs_c, cs_c, work, ldw, jr);
+              }
+            }
+          }
+        }
+        if (nth > 1) bar.wait();  // B is repacked next step
+      }
+    }
+  };
+  thread_pool::instance().run(nt, body);
+}
+
+// ---- skinny M: no packing ---------------------------------------------------------
+
+/// acc[R][NV·W] = A[R×k] · B[k × NV·W] reading row-major B in place: for
+/// M ≤ 8 the product is bound by reading B once, and packing it would read and
+/// write B a second time.
+template <class S, int R, int NV>
+void skinny_kernel(index_t k, const float* __restrict a, index_t ars, index_t acs, const float* __restrict b,
+                   index_t ldb, float* __restrict tile) {
+  using reg = typename S::reg;
+  constexpr int W = S::width;
+  reg acc[R][NV];
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) acc[r][v] = S::zero();
+#pragma GCC unroll 2
+  for (index_t kk = 0; kk < k; ++kk) {
+    const float* brow = b + kk * ldb;
+    __builtin_prefetch(brow + 8 * ldb);
+    reg bv[NV];
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) bv[v] = S::load(brow + v * W);
+#pragma GCC unroll 16
+    for (int r = 0; r < R; ++r) {
+      const reg ar = S::set1(a[r * ars + kk * acs]);
+#pragma GCC unroll 8
+      for (int v = 0; v < NV; ++v) acc[r][v] = S::fmadd(ar, bv[v], acc[r][v]);
+    }
+  }
+#pragma GCC unroll 16
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) S::store(tile + r * NV * W + v * W, acc[r][v]);
+}
+
+/// f32 gemm with m ≤ 8 and row-major B: columns split over threads in chunks
+/// of 4 vectors, rows in groups of 8/4/2/1 per pass over the chunk.
+template <class S>
+void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a, const matrix_source<float>& b,
+                 float* c, index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
+  constexpr int NV = S::width >= 8 ? 4 : 8 / S::width, CW = NV * S::width;
+  const index_t chunks = (n + CW - 1) / CW;
+  // Each chunk streams k·CW·4 bytes of B; below ~256 KiB per thread the
+  // wake-up of a worker is not worth it.
+  const index_t grain = std::max<index_t>(1, (index_t{1} << 16) / std::max<index_t>(k * CW / 16, 1));
+  parallel_for(nthreads, chunks, grain, [&](index_t c0, index_t c1) {
+    alignas(64) float tile[8 * CW];
+    for (index_t ch = c0; ch < c1; ++ch) {
+      const index_t j = ch * CW;
+      const int nr = static_cast<int>(std::min<index_t>(CW, n - j));
+      for (index_t i = 0; i < m;) {
+        const index_t rows = m - i >= 8 ? 8 : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
+        const float* ai = a.p + i * a.rs;
+        if (nr == CW) {
+          switch (rows) {
+            case 8: skinny_kernel<S, 8, NV>(k, ai, a.rs, a.cs, b.p + j * b.cs, b.rs, tile); break;
+            case 4: skinny_kernel<S, 4, NV>(k, ai, a.rs, a.cs, b.p + j * b.cs, b.rs, tile); break;
+            case 2: skinny_kernel<S, 2, NV>(k, ai, a.rs, a.cs, b.p + j * b.cs, b.rs, tile); break;
+            default: skinny_kernel<S, 1, NV>(k, ai, a.rs, a.cs, b.p + j * b.cs, b.rs, tile); break;
+          }
+        } else {  // right edge: fewer than CW columns left
+          for (index_t r = 0; r < rows; ++r)
+            for (int jj = 0; jj < nr; ++jj) {
+              float s = 0.0f;
+              for (index_t kk = 0; kk < k; ++kk) s += ai[r * a.rs + kk * a.cs] * b.p[kk * b.rs + (j + jj) * b.cs];
+              tile[r * CW + jj] = s;
+            }
+        }
+        finish_tile<float, CW>(tile, static_cast<int>(rows), nr, i, j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
+        i += rows;
+      }
+    }
+  });
+}
+
+}  // namespace kforge::cpu::detail
