@@ -7,6 +7,7 @@
 #include "kforge/core/dtype.hpp"
 #include "kforge/core/error.hpp"
 #include "kforge/core/tensor.hpp"
+#include "kforge/cpu/cpu.hpp"
 #include "kforge/eigen/eigen.hpp"
 #include "kforge/ops/ops.hpp"
 #include "kforge/policy/policy.hpp"
