@@ -691,13 +691,22 @@ inline std::unique_ptr<context>& default_slot() {
 }
 }  // namespace detail
 
+inline void release_default_context();
+
 /// The process-wide context policy::vulkan runs on; made on first use and
 /// rebuilt when the previous one was lost.
 inline context& default_context() {
   std::lock_guard lock(detail::default_mutex());
   auto& c = detail::default_slot();
   if (c && c->lost()) c.release();  // abandoned on purpose: its device may still be running
-  if (!c) c = std::make_unique<context>();
+  if (!c) {
+    c = std::make_unique<context>();
+    // Registered only now, after the driver was loaded: exit handlers run in
+    // reverse order, so the context goes before the driver's own teardown
+    // (destroying it later crashed NVIDIA's driver at exit).
+    static const bool registered = (std::atexit([] { release_default_context(); }), true);
+    (void)registered;
+  }
   return *c;
 }
 /// Replaces the default context (e.g. with options, or after device loss).
@@ -707,6 +716,8 @@ inline context& reset_default_context(context_options opt = {}) {
   if (c && c->lost()) c.release();
   c.reset();
   c = std::make_unique<context>(std::move(opt));
+  static const bool registered = (std::atexit([] { release_default_context(); }), true);
+  (void)registered;
   return *c;
 }
 /// Destroys the default context (saving its pipeline cache).

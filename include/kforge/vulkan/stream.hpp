@@ -8,7 +8,7 @@
 // run without barriers between them.
 //
 // Timestamps: when the queue supports them, a timestamp is written before and
-// after every dispatch (up to 256 dispatches per recording); timings() turns
+// after every dispatch and copy (up to 256 per recording); timings() turns
 // them into milliseconds after wait().
 //
 // Temporaries a recording needs (staging areas, tensors made for one host
@@ -128,7 +128,12 @@ class stream {
     begin();
     hazard({buffer_ref{src.buffer, src.offset, bytes}}, {buffer_ref{dst.buffer, dst.offset, bytes}});
     VkBufferCopy region{src.offset, dst.offset, bytes};
+    const bool timed = queries_ && labels_.size() < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * labels_.size());
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
+    labels_.push_back({"copy " + std::to_string(bytes) + " B", timed});
     ++copies_;
   }
 
@@ -230,7 +235,7 @@ class stream {
     return out;
   }
 
-  std::size_t dispatch_count() const { return labels_.size(); }
+  std::size_t dispatch_count() const { return labels_.size() - copies_; }
   std::size_t barrier_count() const { return barriers_; }
   std::size_t copy_count() const { return copies_; }
   std::size_t submit_count() const { return submits_; }
