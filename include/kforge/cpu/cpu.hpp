@@ -7,7 +7,12 @@
 // which micro-kernel the build runs.
 #pragma once
 
+#include "kforge/cpu/attention.hpp"
 #include "kforge/cpu/config.hpp"
+#include "kforge/cpu/conv2d.hpp"
+#include "kforge/cpu/elementwise.hpp"
 #include "kforge/cpu/gemm.hpp"
 #include "kforge/cpu/isa.hpp"
+#include "kforge/cpu/reduce.hpp"
+#include "kforge/cpu/softmax.hpp"
 #include "kforge/cpu/thread_pool.hpp"

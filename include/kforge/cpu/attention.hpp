@@ -1,0 +1,153 @@
+// kforge/cpu/attention.hpp — scaled dot-product attention for
+// policy::blocked and policy::threaded, flash-style: the S×L score matrix is
+// never materialised.
+//
+// Tiling, per (batch, head): Kᵀ (D × L) and V (L × Dv) are packed once into
+// the gemm micro-kernel's NR-column panels. Queries are processed in blocks
+// of BR = 4·MR rows (Q block packed as MR-row panels); keys in blocks of
+// BC = 4·NR columns. For each key block the micro-kernel computes the BR×BC
+// scores (times scale) into an L1-resident tile, masked columns (causal, or
+// past L) are set to -inf, each row updates its running max m and sum l
+// (online softmax: the O accumulator and l are rescaled by exp(m_old -
+// m_new)), and the micro-kernel adds P·V_block into the f32 BR × Dv
+// accumulator. Causal key blocks right of the block's last query are skipped.
+// At the end O = acc / l, converted to T.
+//
+// Bounds: Q and V panels are zero-padded to whole tiles, padded score
+// columns are -inf (p = 0), padded query rows are computed and dropped.
+// Threads take (batch, head, query block) items interleaved, so causal
+// blocks of unequal cost spread evenly; a thread re-packs K/V only when its
+// next item is another head.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "kforge/cpu/common.hpp"
+#include "kforge/cpu/gemm_kernel.hpp"
+#include "kforge/cpu/vmath.hpp"
+#include "kforge/ops/attention.hpp"
+
+namespace kforge::cpu::detail {
+
+struct tag_attn_k {};
+struct tag_attn_v {};
+struct tag_attn_q {};
+struct tag_attn_s {};
+struct tag_attn_p {};
+struct tag_attn_o {};
+
+template <class S, int MR, int NV, class T>
+void attention_compute(const attention_args<T>& g, int nthreads) {
+  constexpr int NR = NV * S::width, BR = 4 * MR, BC = 4 * NR;
+  const index_t B = g.b, H = g.h, SQ = g.s, L = g.l, D = g.d, DV = g.dv;
+  if (B * H * SQ * DV == 0) return;
+  const index_t lpad = (L + NR - 1) / NR * NR, dvpad = (DV + NR - 1) / NR * NR;
+  const index_t nblk_q = (SQ + BR - 1) / BR, nblk_k = (L + BC - 1) / BC;
+  const index_t items = B * H * nblk_q;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+
+  auto head = [](const tensor_view<const T>& v, index_t b, index_t h) { return v.data + b * v.stride(0) + h * v.stride(1); };
+
+  auto body = [&](int tid, int nt) {
+    float* kp = scratch<tag_attn_k>(static_cast<std::size_t>(std::max<index_t>(D, 1) * lpad));
+    float* vp = scratch<tag_attn_v>(static_cast<std::size_t>(nblk_k * BC * dvpad + 1));
+    float* qp = scratch<tag_attn_q>(static_cast<std::size_t>(BR * std::max<index_t>(D, 1)));
+    float* sc = scratch<tag_attn_s>(static_cast<std::size_t>(BR * BC));
+    float* pp = scratch<tag_attn_p>(static_cast<std::size_t>(BR * BC));
+    float* acc = scratch<tag_attn_o>(static_cast<std::size_t>(BR * dvpad));
+    float m[BR], l[BR];
+    index_t packed = -1;
+    for (index_t it = tid; it < items; it += nt) {
+      const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H;
+      const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0);
+      T* o = g.o.data + b * g.o.stride(0) + h * g.o.stride(1);
+      if (L == 0) {
+        for (index_t i = 0; i < br; ++i)
+          for (index_t j = 0; j < DV; ++j) o[(i0 + i) * g.o.stride(2) + j * g.o.stride(3)] = from_f32<T>(0.0f);
+        continue;
+      }
+      if (packed != bh) {
+        // Kᵀ as a [D × L] matrix: element (d, j) = K[j, d].
+        pack_b<NR>(matrix_source<T>{head(g.k, b, h), g.k.stride(3), g.k.stride(2)}, 0, D, 0, L, kp);
+        for (index_t kb = 0; kb < nblk_k; ++kb) {
+          const index_t j0 = kb * BC, bc = std::min<index_t>(BC, L - j0);
+          pack_b<NR>(matrix_source<T>{head(g.v, b, h), g.v.stride(2), g.v.stride(3)}, j0, bc, 0, DV,
+                     vp + kb * BC * dvpad);
+        }
+        packed = bh;
+      }
+      pack_a<MR>(matrix_source<T>{head(g.q, b, h), g.q.stride(2), g.q.stride(3)}, i0, br, 0, D, qp);
+      for (index_t i = 0; i < BR; ++i) {
+        m[i] = ninf;
+        l[i] = 0.0f;
+      }
+      std::fill(acc, acc + BR * dvpad, 0.0f);
+      const index_t last_q = i0 + br - 1;
+      for (index_t kb = 0; kb < nblk_k; ++kb) {
+        const index_t j0 = kb * BC;
+        if (g.causal && j0 > last_q) break;
+        const index_t bc = std::min<index_t>(BC, L - j0), bcpad = (bc + NR - 1) / NR * NR;
+        // Scores: sc[BR × BC] = scale · Q_blk · Kᵀ_blk.
+        for (index_t jr = 0; jr < bcpad; jr += NR)
+          for (index_t ir = 0; ir < BR; ir += MR)
+            microkernel<S, MR, NV>(D, qp + ir * D, kp + (j0 + jr) * D, sc + ir * BC + jr, BC, g.scale, 0.0f, nullptr,
+                                   nullptr, false);
+        // Online softmax per row; p is written row-major into sc.
+        for (index_t i = 0; i < br; ++i) {
+          float* srow = sc + i * BC;
+          const index_t visible = g.causal ? std::clamp<index_t>(i0 + i - j0 + 1, 0, bc) : bc;
+          for (index_t j = visible; j < bcpad; ++j) srow[j] = ninf;
+          float mx = m[i];
+          for (index_t j = 0; j < visible; ++j) mx = (srow[j] > mx || srow[j] != srow[j]) ? srow[j] : mx;
+          const float alpha = mx == m[i] ? 1.0f : vexp(m[i] - mx);
+          float sum = 0.0f;
+          for (index_t j = 0; j < bcpad; ++j) {
+            const float p = vexp(srow[j] - mx);
+            srow[j] = p;
+            sum += p;
+          }
+          l[i] = l[i] * alpha + sum;
+          m[i] = mx;
+          if (alpha != 1.0f)
+            for (index_t j = 0; j < DV; ++j) acc[i * dvpad + j] *= alpha;
+        }
+        for (index_t i = br; i < BR; ++i)
+          for (index_t j = 0; j < bcpad; ++j) sc[i * BC + j] = 0.0f;
+        // acc += P · V_blk  (P packed as MR-row panels of depth bc).
+        pack_a<MR>(matrix_source<float>{sc, BC, 1}, 0, BR, 0, bc, pp);
+        const float* vb = vp + kb * BC * dvpad;
+        for (index_t jr = 0; jr < dvpad; jr += NR)
+          for (index_t ir = 0; ir < BR; ir += MR)
+            microkernel<S, MR, NV>(bc, pp + ir * bc, vb + jr * bc, acc + ir * dvpad + jr, dvpad, 1.0f, 1.0f, nullptr,
+                                   nullptr, false);
+      }
+      alignas(64) float row[1024];
+      for (index_t i = 0; i < br; ++i) {
+        const float inv = 1.0f / l[i];
+        for (index_t j0 = 0; j0 < DV; j0 += 1024) {
+          const index_t len = std::min<index_t>(1024, DV - j0);
+          for (index_t j = 0; j < len; ++j) row[j] = acc[i * dvpad + j0 + j] * inv;
+          store_row(row, len, o + (i0 + i) * g.o.stride(2) + j0 * g.o.stride(3), g.o.stride(3));
+        }
+      }
+    }
+  };
+  // One item is BR·L·(D + Dv)·2 flops; below ~1 MFLOP in total stay on one thread.
+  const double flops = 2.0 * static_cast<double>(B * H * SQ) * static_cast<double>(L) * static_cast<double>(D + DV);
+  thread_pool::instance().run(flops < 1e6 ? 1 : static_cast<int>(std::min<index_t>(nthreads, items)), body);
+}
+
+}  // namespace kforge::cpu::detail
+
+namespace kforge::detail {
+template <class P, class T>
+  requires(cpu::detail::cpu_policy<P> && cpu::detail::cpu_element<T>)
+struct impl<P, op::attention<T>> : attention_entry<impl<P, op::attention<T>>, op::attention<T>> {
+  static void compute(const op::attention<T>&, const attention_args<T>& g) {
+    using C = cpu::detail::cpu_config<P>;
+    cpu::detail::attention_compute<typename C::simd, C::mr, C::nr / C::simd::width>(g, C::threads());
+  }
+};
+}  // namespace kforge::detail
