@@ -40,6 +40,9 @@ void for_each_offset(const shape& dims, const shape& strides, F&& f) {
 /// All elements of v, in row-major order of its shape, as floats.
 template <class T>
 Eigen::ArrayXf gather(const tensor_view<T>& v) {
+  using U = std::remove_const_t<T>;
+  if (v.is_contiguous())  // the common case: one vectorised conversion
+    return Eigen::Map<const Eigen::Array<U, Eigen::Dynamic, 1>>(v.data, v.numel()).template cast<float>();
   Eigen::ArrayXf out(v.numel());
   for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { out[e] = static_cast<float>(v.data[off]); });
   return out;
@@ -48,6 +51,10 @@ Eigen::ArrayXf gather(const tensor_view<T>& v) {
 /// Writes row-major float values into v, converting to its storage type.
 template <class T>
 void scatter(const Eigen::Ref<const Eigen::ArrayXf>& values, const tensor_view<T>& v) {
+  if (v.is_contiguous()) {
+    Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>(v.data, v.numel()) = values.template cast<T>();
+    return;
+  }
   for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = static_cast<T>(values[e]); });
 }
 
