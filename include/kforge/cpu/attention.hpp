@@ -99,11 +99,31 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
           float* srow = sc + i * BC;
           const index_t visible = g.causal ? std::clamp<index_t>(i0 + i - j0 + 1, 0, bc) : bc;
           for (index_t j = visible; j < bcpad; ++j) srow[j] = ninf;
+          // Max and sum in 16 independent lanes (a single running sum would
+          // keep GCC from vectorising the exp).
+          constexpr index_t LN = 16;
+          const index_t vend = bcpad / LN * LN;
+          float lane[LN];
+          for (index_t t = 0; t < LN; ++t) lane[t] = m[i];
+          for (index_t j = 0; j < vend; j += LN)
+            for (index_t t = 0; t < LN; ++t) {
+              const float v = srow[j + t];
+              lane[t] = (v > lane[t] || v != v) ? v : lane[t];
+            }
           float mx = m[i];
-          for (index_t j = 0; j < visible; ++j) mx = (srow[j] > mx || srow[j] != srow[j]) ? srow[j] : mx;
+          for (index_t t = 0; t < LN; ++t) mx = math::nan_max(mx, lane[t]);
+          for (index_t j = vend; j < bcpad; ++j) mx = math::nan_max(mx, srow[j]);
           const float alpha = mx == m[i] ? 1.0f : vexp(m[i] - mx);
+          for (index_t t = 0; t < LN; ++t) lane[t] = 0.0f;
+          for (index_t j = 0; j < vend; j += LN)
+            for (index_t t = 0; t < LN; ++t) {
+              const float p = vexp(srow[j + t] - mx);
+              srow[j + t] = p;
+              lane[t] += p;
+            }
           float sum = 0.0f;
-          for (index_t j = 0; j < bcpad; ++j) {
+          for (index_t t = 0; t < LN; ++t) sum += lane[t];
+          for (index_t j = vend; j < bcpad; ++j) {
             const float p = vexp(srow[j] - mx);
             srow[j] = p;
             sum += p;

@@ -27,7 +27,11 @@ KFORGE_CPU_INLINE float vexp(float x) {
   constexpr float hi = 88.72283f, lo = -87.33654f;
   float xc = x < lo ? lo : x;
   xc = xc > hi ? hi : xc;
-  float n = std::floor(xc * 1.44269504088896341f + 0.5f);
+  // Round to nearest by adding and subtracting 1.5·2^23 (exact for |v| < 2^22;
+  // std::floor is a libm call unless -fno-trapping-math, which blocks
+  // vectorisation).
+  constexpr float round_magic = 12582912.0f;
+  float n = (xc * 1.44269504088896341f + round_magic) - round_magic;
   n = xc != xc ? 0.0f : n;
   float r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
