@@ -68,20 +68,20 @@ void bm_openblas(benchmark::State& st, index_t m, index_t n, index_t k, int thre
 }
 
 template <class P>
-void bm_fused(benchmark::State& st, index_t n) {
-  operands o(n, n, n);
+void bm_fused(benchmark::State& st, index_t n, index_t k) {
+  operands o(n, n, k);
   for (auto _ : st) {
     kforge::run<P>(op::gemm<float, epilogue::bias_gelu>{}, o.av(), o.bv(), o.biasv(), o.cv());
     benchmark::ClobberMemory();
   }
-  flops(st, n, n, n);
+  flops(st, n, n, k);
 }
 
 /// The unfused baseline: the same gemm, then one separate pass (threaded,
 /// vectorised, the same gelu formula) applying bias + gelu to C.
 template <class P>
-void bm_unfused(benchmark::State& st, index_t n) {
-  operands o(n, n, n);
+void bm_unfused(benchmark::State& st, index_t n, index_t k) {
+  operands o(n, n, k);
   const int threads = kforge::cpu::detail::cpu_config<P>::threads();
   for (auto _ : st) {
     kforge::run<P>(op::gemm<float>{}, o.av(), o.bv(), o.cv());
@@ -94,7 +94,7 @@ void bm_unfused(benchmark::State& st, index_t n) {
     });
     benchmark::ClobberMemory();
   }
-  flops(st, n, n, n);
+  flops(st, n, n, k);
 }
 
 void args_square(benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond)->UseRealTime(); }
@@ -117,12 +117,17 @@ int register_all() {
     args_square(benchmark::RegisterBenchmark(("skinny/threaded/" + s).c_str(), bm_kforge<threaded>, m, 4096, 4096));
     args_square(benchmark::RegisterBenchmark(("skinny/openblas/" + s).c_str(), bm_openblas, m, 4096, 4096, 2));
   }
-  for (index_t n : {512, 1024, 2048}) {
-    const std::string s = std::to_string(n);
-    args_square(benchmark::RegisterBenchmark(("bias_gelu/fused/threaded/" + s).c_str(), bm_fused<threaded>, n));
-    args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/threaded/" + s).c_str(), bm_unfused<threaded>, n));
-    args_square(benchmark::RegisterBenchmark(("bias_gelu/fused/blocked/" + s).c_str(), bm_fused<blocked>, n));
-    args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/blocked/" + s).c_str(), bm_unfused<blocked>, n));
+  // Square shapes, where the separate pass over C is small next to the
+  // K-deep product, and a transformer-projection-like shape with K = 64,
+  // where the pass over the 64 MiB C costs about as much as the product.
+  const index_t fused_shapes[][2] = {{512, 512}, {1024, 1024}, {2048, 2048}, {4096, 64}};
+  for (const auto& sh : fused_shapes) {
+    const index_t n = sh[0], k = sh[1];
+    const std::string s = std::to_string(n) + "x" + std::to_string(n) + "x" + std::to_string(k);
+    args_square(benchmark::RegisterBenchmark(("bias_gelu/fused/threaded/" + s).c_str(), bm_fused<threaded>, n, k));
+    args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/threaded/" + s).c_str(), bm_unfused<threaded>, n, k));
+    args_square(benchmark::RegisterBenchmark(("bias_gelu/fused/blocked/" + s).c_str(), bm_fused<blocked>, n, k));
+    args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/blocked/" + s).c_str(), bm_unfused<blocked>, n, k));
   }
   return 0;
 }

@@ -251,9 +251,11 @@ inline void choose_grid(index_t m, index_t n, int mr, int nr, int nt, int& tm, i
   }
 }
 
-/// Problems below this many flops run on one thread: waking a worker and two
-/// barriers cost ~5 µs, about what 2·96³ flops take on one Zen 5 core.
-inline constexpr double gemm_parallel_min_flops = 2.0 * 96 * 96 * 96;
+/// Problems up to 128³ run on one thread: a 128³ gemm takes ~40 µs on one
+/// Zen 5 core, and waking a worker plus one barrier cost ~5 µs on a quiet
+/// machine but up to milliseconds when other processes hold the second core
+/// (bench_gemm square/threaded/128 under a load average of 6, 2026-11-22).
+inline constexpr double gemm_parallel_min_flops = 2.0 * 128 * 128 * 128 + 1;
 
 // ---- the driver -----------------------------------------------------------------
 
@@ -333,7 +335,7 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
             }
           }
         }
-        if (nth > 1) bar.wait();  // B is repacked next step
+        if (nth > 1 && !(last && jc + NC >= n)) bar.wait();  // B is repacked next step
       }
     }
   };
