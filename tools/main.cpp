@@ -21,6 +21,31 @@
 
 #include "registry.hpp"
 
+#if defined(KFORGE_TOOL_HAS_TUNE)
+// The tuner's commands, each in its own file (cmd_tune.cpp, cmd_cache.cpp,
+// cmd_roofline.cpp); they print their own one-line errors and return the exit code.
+namespace kforge::tool {
+int cmd_tune(const problem& p, const std::map<std::string, std::string>& values, const std::vector<std::string>& flags,
+             const std::vector<policy_entry>& policies);
+int cmd_cache(const std::string& sub, const std::map<std::string, std::string>& values,
+              const std::vector<std::string>& flags);
+struct roofline_case {
+  std::string policy;
+  double seconds = 0;
+};
+struct roofline_report {
+  bool available = false;
+  std::string why;
+  double intensity = 0, bound_flops = 0, bandwidth = 0, peak = 0;
+  std::string measured_at, device;
+};
+roofline_report roofline_for(const problem& p, bool remeasure);
+double roofline_fraction(const roofline_report& r, const problem& p, const std::string& policy, double seconds);
+void write_roofline_svg(const roofline_report& r, const problem& p, const std::vector<roofline_case>& cases,
+                        const std::string& file);
+}  // namespace kforge::tool
+#endif
+
 namespace kf = kforge;
 using kf::tool::policy_entry;
 
@@ -45,6 +70,8 @@ commands:
   validate   run the 10-case validation suite for one op against the Eigen reference
   bench      time one op on several policies; medians and ratios vs a peer
   demo       the default problem set on every available policy, validated, as a table
+  tune       search a backend's knobs for one problem; store the winner in the tuning cache
+  cache      list, show or clear the tuning cache (kforge cache list|show|clear)
 
 Run `kforge <command> --help` for the options of a command.
 Exit codes: 0 ok, 1 validation failed, 2 usage error, 3 environment problem.
@@ -82,9 +109,27 @@ std::map<std::string, std::string> command_help = {
     {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--json]\n\n"
                              "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
                              "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n") + op_help},
-    {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--json]\n\n"
+    {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
-                          "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n") + op_help},
+                          "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
+                          "Each case also gets its arithmetic intensity, the roofline bound from the device's bandwidth\n"
+                          "and peak measured by kforge's probes (once, cached in the cache dir) and the fraction reached;\n"
+                          "--roofline FILE.svg writes the roofline chart with the measured points; --remeasure-roofline\n"
+                          "probes again (do it on an idle machine: the probes use every core).\n") + op_help},
+    {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
+                         "                   [--budget SECONDS] [--trials N] [--reps N] [--json]\n\n"
+                         "Validates every candidate of the family's search space with the 10-case suite, times the\n"
+                         "valid ones (warm-up, N samples, median; default 9), re-validates the winner and stores it in\n"
+                         "the tuning cache (KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else ~/.cache/kforge) for\n"
+                         "the problem's shape bucket (each dim rounded up to a power of two); every trial goes to\n"
+                         "history.csv. FAMILY: cpu (default: blocked and threaded), blocked, threaded, eigen.\n"
+                         "Strategies: halving (default; successive halving), grid (every candidate), descent\n"
+                         "(coordinate descent from the default). --budget (default 60) and --trials bound the search.\n"
+                         "Exit 1 if no candidate passed validation.\n") + op_help},
+    {"cache", "usage: kforge cache list|show|clear [--op OP --shape SHAPE [--dtype T]] [--device TEXT] [--json]\n\n"
+              "list: one line per tuned (device, op, dtype, bucket). show: every field, or with --op/--shape\n"
+              "the entry this machine uses for that problem (exit 1 if none). clear: remove every entry, or\n"
+              "those whose device contains --device. See docs/TUNING.md for the format.\n"},
     {"demo", "usage: kforge demo [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy,\nvalidates each with the 10-case suite, and prints policy, time, throughput, speed-up vs\nEigen and max error. --quick uses smaller shapes.\n"},
 };
 
@@ -103,8 +148,9 @@ struct args {
 };
 
 const std::vector<std::string> value_options = {"op", "shape", "dtype", "policy", "epilogue", "alpha", "beta", "slope",
-                                                "stride", "pad", "dilation", "groups", "axis", "eps", "reps", "seed", "vs"};
-const std::vector<std::string> flag_options = {"json", "causal", "col-major-a", "col-major-b", "help", "quick"};
+                                                "stride", "pad", "dilation", "groups", "axis", "eps", "reps", "seed", "vs",
+                                                "strategy", "budget", "trials", "device", "roofline"};
+const std::vector<std::string> flag_options = {"json", "causal", "col-major-a", "col-major-b", "help", "quick", "remeasure-roofline"};
 
 args parse_args(int argc, char** argv) {
   args a;
@@ -400,6 +446,10 @@ int cmd_bench(const args& a) {
   }
   const double peer = rows.front().t.median_s;
   bool all_ok = true;
+#if defined(KFORGE_TOOL_HAS_TUNE)
+  // Roofline of the device (probed once, cached): intensity, bound, fraction.
+  const kf::tool::roofline_report roof = kf::tool::roofline_for(p, a.has("remeasure-roofline"));
+#endif
   kf::json_writer w;
   w.begin_object().field("problem", kf::describe(p)).field("vs", vs).field("reps", reps).key("results").begin_array();
   if (!a.has("json")) std::printf("%s, median of %d runs\n%-10s %12s %16s %10s %12s\n", kf::describe(p).c_str(), reps, "policy", "median ms", "throughput", "vs " , "max rel err");
@@ -408,12 +458,44 @@ int cmd_bench(const args& a) {
     const double ratio = peer / r.t.median_s;
     w.begin_object().field("policy", r.name).field("detail", r.detail).field("median_ms", r.t.median_s * 1e3);
     w.field("throughput", r.tp).field("unit", r.unit).field("ratio_vs_peer", ratio).field("max_rel_err", r.c.max_rel_err);
-    w.field("within_tolerance", r.c.passed).end_object();
+    w.field("within_tolerance", r.c.passed);
+#if defined(KFORGE_TOOL_HAS_TUNE)
+    if (const double f = kf::tool::roofline_fraction(roof, p, r.name, r.t.median_s); f >= 0)
+      w.field("arithmetic_intensity", roof.intensity).field("attainable_gflops", roof.bound_flops / 1e9).field("fraction_of_roofline", f);
+#endif
+    w.end_object();
     if (!a.has("json"))
       std::printf("%-10s %12.4f %11.2f %-7s %8.2fx %12.3g%s\n", r.name.c_str(), r.t.median_s * 1e3, r.tp, r.unit.c_str(), ratio,
                   r.c.max_rel_err, r.c.passed ? "" : "  OUTSIDE TOLERANCE");
   }
-  w.end_array().end_object();
+  w.end_array();
+#if defined(KFORGE_TOOL_HAS_TUNE)
+  if (roof.available) {
+    w.key("roofline").begin_object().field("device", roof.device).field("bandwidth_gbs", roof.bandwidth / 1e9);
+    w.field("peak_gflops", roof.peak / 1e9).field("measured_at", roof.measured_at).field("arithmetic_intensity", roof.intensity);
+    w.field("attainable_gflops", roof.bound_flops / 1e9).end_object();
+    if (!a.has("json")) {
+      std::printf("roofline: %.1f GB/s, %.1f GFLOP/s (kforge probes, %s); intensity %.3g flop/B, attainable %.2f GFLOP/s\n",
+                  roof.bandwidth / 1e9, roof.peak / 1e9, roof.measured_at.c_str(), roof.intensity, roof.bound_flops / 1e9);
+      for (const auto& r : rows)
+        if (const double f = kf::tool::roofline_fraction(roof, p, r.name, r.t.median_s); f >= 0)
+          std::printf("  %-10s %6.1f%% of attainable\n", r.name.c_str(), 100 * f);
+    }
+  } else if (!a.has("json")) {
+    std::printf("roofline: unavailable (%s)\n", roof.why.c_str());
+  }
+  if (auto svg = a.get("roofline")) {
+    std::vector<kf::tool::roofline_case> cases;
+    for (const auto& r : rows) cases.push_back({r.name, r.t.median_s});
+    try {
+      kf::tool::write_roofline_svg(roof, p, cases, *svg);
+    } catch (const kf::error& e) {
+      throw environment_error(e.what());
+    }
+    if (!a.has("json")) std::printf("roofline chart: %s\n", svg->c_str());
+  }
+#endif
+  w.end_object();
   if (a.has("json")) std::cout << w.str() << "\n";
   return all_ok ? ok : failed;
 }
@@ -503,7 +585,14 @@ int main(int argc, char** argv) {
       std::cout << main_help;
       return ok;
     }
-    const args a = parse_args(argc, argv);
+    // `kforge cache SUB [options]`: the subcommand is the one positional argument.
+    std::vector<char*> av(argv, argv + argc);
+    std::string cache_sub;
+    if (argc >= 3 && std::string(argv[1]) == "cache" && argv[2][0] != '-') {
+      cache_sub = argv[2];
+      av.erase(av.begin() + 2);
+    }
+    const args a = parse_args(static_cast<int>(av.size()), av.data());
     if (a.has("help")) {
       auto it = command_help.find(a.command);
       if (it == command_help.end()) throw usage_error("unknown command '" + a.command + "' (try kforge --help)");
@@ -515,6 +604,10 @@ int main(int argc, char** argv) {
     if (a.command == "validate") return cmd_validate(a);
     if (a.command == "bench") return cmd_bench(a);
     if (a.command == "demo") return cmd_demo(a);
+#if defined(KFORGE_TOOL_HAS_TUNE)
+    if (a.command == "tune") return kf::tool::cmd_tune(problem_from(a), a.values, a.flags, policies());
+    if (a.command == "cache") return kf::tool::cmd_cache(cache_sub, a.values, a.flags);
+#endif
     throw usage_error("unknown command '" + a.command + "' (try kforge --help)");
   } catch (const usage_error& e) {
     std::cerr << one_line(e.what());

@@ -1,0 +1,214 @@
+// kforge/tune/space.hpp — candidates and the compile-time search spaces.
+//
+// A candidate is {name, config, executor}: the name is what the cache stores
+// and what policy::autotune looks up, the config is the same choice as JSON
+// key/values, the executor runs a run-time problem (validate/execute.hpp).
+//
+// A backend declares its space as a type list of concrete policies. Only the
+// op family being tuned is instantiated for each policy (gemm_executor below
+// switches over dtypes, not over every op as execute<P> does), which keeps
+// the 54-policy CPU gemm space cheap to compile.
+//
+// CPU gemm space (tune::cpu_gemm_space): {blocked, threaded} × 3 micro-tiles
+// of the compiled ISA × MC {96, 192, 384} × KC {128, 256, 512}, NC at the
+// backend's default 4096. The blocking knobs are run-time values inside the
+// CPU kernels, so the 54 policies compile only 3 micro-kernels per dtype.
+// Tuning runs the plain product (epilogue none): epilogues are applied in the
+// micro-kernel's write-back and do not change which blocking is fastest.
+//
+// The Vulkan space is not declared here yet: policy::vulkan's knobs
+// (tile, thread_tile, wg) are compile-time types, and a run-time gemm variant
+// with device timestamps is what the tuner needs from the Vulkan backend
+// (docs/TUNING.md, "Vulkan").
+#pragma once
+
+#include <functional>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "kforge/eigen/eigen.hpp"
+#include "kforge/ops/ops.hpp"
+#include "kforge/policy/policy.hpp"
+#include "kforge/tune/common.hpp"
+#include "kforge/validate/execute.hpp"
+#include "kforge/validate/suite.hpp"
+
+#if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+#include "kforge/cpu/cpu.hpp"
+#endif
+
+namespace kforge::tune {
+
+struct candidate {
+  std::string name;    ///< unique within its space; stored in the cache
+  std::string family;  ///< "cpu", "eigen", "vulkan"
+  config cfg;
+  executor run;
+  /// Device time of the last run() in seconds (GPU timestamps), or < 0 when
+  /// the executor has none and the host clock is used.
+  std::function<double()> device_seconds = [] { return -1.0; };
+  bool is_default = false;  ///< the backend's default: where descent starts
+};
+
+/// A compile-time list of concrete policies.
+template <class... P>
+struct policy_list {
+  static constexpr std::size_t size = sizeof...(P);
+};
+
+namespace detail {
+template <class A, class B>
+struct concat;
+template <class... A, class... B>
+struct concat<policy_list<A...>, policy_list<B...>> {
+  using type = policy_list<A..., B...>;
+};
+}  // namespace detail
+
+// ---- names and configs of concrete policies ----------------------------------
+
+template <class P>
+struct policy_traits;
+
+template <>
+struct policy_traits<policy::eigen> {
+  static std::string name() { return "eigen"; }
+  static config cfg() { return {{"policy", "eigen"}}; }
+  static constexpr bool is_default = false;
+};
+
+#if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+template <class P>
+  requires cpu::detail::cpu_policy<P>
+struct policy_traits<P> {
+  using C = cpu::detail::cpu_config<P>;
+  static std::string family_name() { return C::threaded ? "threaded" : "blocked"; }
+  static std::string name() {
+    return family_name() + "/" + std::to_string(C::mr) + "x" + std::to_string(C::nr) + "/mc" + std::to_string(C::mc) +
+           "/nc" + std::to_string(C::nc) + "/kc" + std::to_string(C::kc);
+  }
+  static config cfg() {
+    return {{"policy", family_name()}, {"micro", std::to_string(C::mr) + "x" + std::to_string(C::nr)},
+            {"mc", std::to_string(C::mc)}, {"nc", std::to_string(C::nc)}, {"kc", std::to_string(C::kc)}};
+  }
+  static constexpr bool is_default = C::mr == cpu::detail::default_mr && C::nr == cpu::detail::default_nr &&
+                                     C::mc == cpu::default_mc && C::nc == cpu::default_nc &&
+                                     C::kc == cpu::default_kc && C::threaded;
+};
+#endif
+
+// ---- executors that instantiate one op family ----------------------------------
+
+namespace detail {
+template <class P, class T>
+void gemm_typed(const problem& p, std::vector<host_tensor>& ts) {
+  if (p.epilogue != "none")
+    throw unsupported_error("kforge::tune: the gemm search space is compiled for epilogue none (got " + p.epilogue +
+                            "); the blocking chosen for the plain product is used for every epilogue");
+  op::gemm<T> o;
+  o.alpha = p.alpha;
+  o.beta = p.beta;
+  kforge::detail::run_tensors<P, T>(o, ts);
+}
+}  // namespace detail
+
+/// Runs a gemm problem under P; any other op throws unsupported_error.
+template <class P>
+void gemm_executor(const problem& p, std::vector<host_tensor>& ts) {
+  if (find_op(p.op).family != op_family::gemm)
+    throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
+  switch (p.type) {
+    case dtype::f32: detail::gemm_typed<P, float>(p, ts); break;
+    case dtype::f16: detail::gemm_typed<P, half>(p, ts); break;
+    case dtype::bf16: detail::gemm_typed<P, bfloat16>(p, ts); break;
+    case dtype::f64: throw unsupported_error("kforge::gemm: f64 is not a kernel dtype");
+  }
+}
+
+template <class P>
+candidate gemm_candidate() {
+  candidate c;
+  c.name = policy_traits<P>::name();
+  c.cfg = policy_traits<P>::cfg();
+  c.family = std::is_same_v<P, policy::eigen> ? "eigen" : "cpu";
+  c.run = &gemm_executor<P>;
+  c.is_default = policy_traits<P>::is_default;
+  return c;
+}
+
+/// The candidates of a gemm space, in list order.
+template <class... P>
+std::vector<candidate> gemm_candidates(policy_list<P...>) {
+  return {gemm_candidate<P>()...};
+}
+
+// ---- the CPU gemm space ----------------------------------------------------------
+
+#if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+namespace detail {
+// Micro-tiles per ISA: the default first, then two shapes that trade rows of
+// A for columns of B within the register file (cpu/config.hpp's rule
+// MR·NV + NV + 1 ≤ registers holds for each).
+#if defined(__AVX512F__)
+using cpu_micros = std::tuple<policy::micro<12, 32>, policy::micro<8, 32>, policy::micro<6, 64>>;
+#elif defined(__AVX2__) && defined(__FMA__)
+using cpu_micros = std::tuple<policy::micro<6, 16>, policy::micro<4, 24>, policy::micro<8, 8>>;
+#else
+using cpu_micros = std::tuple<policy::micro<cpu::detail::default_mr, cpu::detail::default_nr>>;
+#endif
+using cpu_mcs = std::tuple<policy::mc<96>, policy::mc<192>, policy::mc<384>>;
+using cpu_kcs = std::tuple<policy::kc<128>, policy::kc<256>, policy::kc<512>>;
+
+template <class Micro, class Mc, class... Kc>
+using blocked_row = policy_list<policy::blocked<Micro, Mc, Kc, policy::nc<cpu::default_nc>>...>;
+template <class Micro, class Mc, class... Kc>
+using threaded_row = policy_list<policy::threaded<policy::blocked<Micro, Mc, Kc, policy::nc<cpu::default_nc>>>...>;
+
+template <bool Threaded, class Micro, class Mc, class Kcs>
+struct row;
+template <bool Threaded, class Micro, class Mc, class... Kc>
+struct row<Threaded, Micro, Mc, std::tuple<Kc...>> {
+  using type = std::conditional_t<Threaded, threaded_row<Micro, Mc, Kc...>, blocked_row<Micro, Mc, Kc...>>;
+};
+
+template <bool Threaded, class Micros, class Mcs>
+struct product;
+template <bool Threaded, class Mcs>
+struct product<Threaded, std::tuple<>, Mcs> {
+  using type = policy_list<>;
+};
+template <bool Threaded, class M0, class... Ms, class... Mc>
+struct product<Threaded, std::tuple<M0, Ms...>, std::tuple<Mc...>> {
+  template <class L, class R>
+  using cat = typename concat<L, R>::type;
+  template <class... Ls>
+  struct fold {
+    using type = policy_list<>;
+  };
+  template <class L0, class... Ls>
+  struct fold<L0, Ls...> {
+    using type = cat<L0, typename fold<Ls...>::type>;
+  };
+  using here = typename fold<typename row<Threaded, M0, Mc, cpu_kcs>::type...>::type;
+  using type = cat<here, typename product<Threaded, std::tuple<Ms...>, std::tuple<Mc...>>::type>;
+};
+}  // namespace detail
+
+/// Every threaded then every blocked CPU gemm policy of the space (54 on AVX-512 and AVX2).
+using cpu_gemm_space =
+    typename detail::concat<typename detail::product<true, detail::cpu_micros, detail::cpu_mcs>::type,
+                            typename detail::product<false, detail::cpu_micros, detail::cpu_mcs>::type>::type;
+
+/// The policy policy::autotune falls back to on a cache miss.
+using cpu_default_policy = policy::threaded<>;
+#else
+using cpu_gemm_space = policy_list<policy::eigen>;
+using cpu_default_policy = policy::eigen;
+#endif
+
+/// The candidates of the CPU gemm space.
+inline std::vector<candidate> cpu_gemm_candidates() { return gemm_candidates(cpu_gemm_space{}); }
+
+}  // namespace kforge::tune
