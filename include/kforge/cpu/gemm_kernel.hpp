@@ -194,37 +194,44 @@ void pack_b(const matrix_source<T>& B, index_t k0, index_t kc, index_t j0, index
 /// last block adds the bias, applies the activation and stores T, otherwise
 /// stores the f32 partial sum (into C for f32, into `work` for half/bf16).
 template <class T, int NR>
-void finish_tile(const float* __restrict tile, int mr, int nr, index_t i0, index_t j0, bool first, bool last,
+void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0, bool first, bool last,
                  const gemm_epilogue& ep, T* c, index_t rs, index_t cs, float* work, index_t ldw, index_t wj0) {
-  alignas(64) float v[NR];
+  // 1. alpha·acc + (beta·C | partial) [+ bias], in place in the tile.
   for (int i = 0; i < mr; ++i) {
-    T* crow = c + (i0 + i) * rs + j0 * cs;
-    float* wrow = nullptr;
-    if constexpr (!std::is_same_v<T, float>)
-      if (work) wrow = work + (i0 + i) * ldw + wj0;
-    for (int j = 0; j < nr; ++j) v[j] = ep.alpha * tile[i * NR + j];
+    float* v = tile + i * NR;
+    const T* crow = c + (i0 + i) * rs + j0 * cs;
+    for (int j = 0; j < NR; ++j) v[j] *= ep.alpha;
     if (first) {
       if (ep.beta != 0.0f)
         for (int j = 0; j < nr; ++j) v[j] += ep.beta * to_f32(crow[j * cs]);
     } else if constexpr (std::is_same_v<T, float>) {
       for (int j = 0; j < nr; ++j) v[j] += crow[j * cs];
     } else {
+      const float* wrow = work + (i0 + i) * ldw + wj0;
       for (int j = 0; j < nr; ++j) v[j] += wrow[j];
     }
-    if (last) {
-      if (ep.bias) {
-        if (ep.bias_per_row) {
-          const float bv = ep.bias[i0 + i];
-          for (int j = 0; j < nr; ++j) v[j] += bv;
-        } else {
-          for (int j = 0; j < nr; ++j) v[j] += ep.bias[j0 + j];
-        }
+    if (last && ep.bias) {
+      if (ep.bias_per_row) {
+        const float bv = ep.bias[i0 + i];
+        for (int j = 0; j < NR; ++j) v[j] += bv;
+      } else if (nr == NR) {
+        for (int j = 0; j < NR; ++j) v[j] += ep.bias[j0 + j];
+      } else {
+        for (int j = 0; j < nr; ++j) v[j] += ep.bias[j0 + j];
       }
-      apply_activation(ep.act, ep.slope, v, nr);
+    }
+  }
+  // 2. The activation over the whole tile at once: one long vectorised loop
+  // instead of one short call per row.
+  if (last) apply_activation(ep.act, ep.slope, tile, static_cast<std::int64_t>(mr) * NR);
+  // 3. Store T (last block) or the f32 partial sum.
+  for (int i = 0; i < mr; ++i) {
+    const float* v = tile + i * NR;
+    T* crow = c + (i0 + i) * rs + j0 * cs;
+    if (last || std::is_same_v<T, float>) {
       store_row<T>(v, nr, crow, cs);
-    } else if constexpr (std::is_same_v<T, float>) {
-      store_row<float>(v, nr, crow, cs);
     } else {
+      float* wrow = work + (i0 + i) * ldw + wj0;
       for (int j = 0; j < nr; ++j) wrow[j] = v[j];
     }
   }
@@ -422,7 +429,7 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a,
     for (index_t j = 0; j < nloc; j += CW)
       for (index_t i = 0; i < m; i += 8) {
         const int rows = static_cast<int>(std::min<index_t>(8, m - i));
-        alignas(64) float tile[8 * CW];
+        alignas(64) float tile[8 * CW] = {};
         const int nr = static_cast<int>(std::min<index_t>(CW, nloc - j));
         for (int r = 0; r < rows; ++r)
           for (int jj = 0; jj < nr; ++jj) tile[r * CW + jj] = acc[(i + r) * ld + j + jj];
