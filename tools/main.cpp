@@ -46,6 +46,18 @@ void write_roofline_svg(const roofline_report& r, const problem& p, const std::v
 }  // namespace kforge::tool
 #endif
 
+#if defined(KFORGE_TOOL_HAS_GEN)
+// Kernel generation's commands (cmd_gen.cpp, cmd_mutate.cpp, cmd_worker.cpp);
+// they print their own one-line errors and return the exit code.
+namespace kforge::tool {
+int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, const std::vector<std::string>& flags);
+int cmd_validate_kernel(const problem& p, const std::map<std::string, std::string>& values,
+                        const std::vector<std::string>& flags);
+int cmd_mutate(const std::map<std::string, std::string>& values, const std::vector<std::string>& flags);
+int cmd_worker(const std::map<std::string, std::string>& values);
+}  // namespace kforge::tool
+#endif
+
 namespace kf = kforge;
 using kf::tool::policy_entry;
 
@@ -70,6 +82,8 @@ commands:
   validate   run the 10-case validation suite for one op against the Eigen reference
   bench      time one op on several policies; medians and ratios vs a peer
   demo       the default problem set on every available policy, validated, as a table
+  gen        generate GLSL kernels for one op (LLM or offline templates), admit only validated ones
+  mutate     check that the validation gate rejects plausible-but-wrong kernels (mutation testing)
   tune       search a backend's knobs for one problem; store the winner in the tuning cache
   cache      list, show or clear the tuning cache (kforge cache list|show|clear)
 
@@ -101,14 +115,30 @@ ops: gemm, relu, leaky_relu, gelu, gelu_tanh, silu, exp, tanh, sigmoid, abs, neg
 )";
 
 std::map<std::string, std::string> command_help = {
+    {"gen", std::string("usage: kforge gen --op OP --shape SHAPE [--dtype T] [--provider template|replay|openai]\n"
+                        "                  [--model M] [--base-url URL] [--replay FILE.jsonl] [--samples N] [--force]\n"
+                        "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--export DIR] [--json]\n\n"
+                        "Asks the provider for N kernels (default 4), feeding each rejection back into the next\n"
+                        "prompt; compiles each with glslang, checks it against docs/KERNEL_CONTRACT.md, validates it in\n"
+                        "a sandboxed child process (10 cases with a secret seed, on SHAPE and a held-out shape,\n"
+                        "guard regions, determinism), benchmarks accepted ones against kforge's own kernel, and\n"
+                        "writes one record per attempt (c_/r_ *.json) under the cache dir's generated/ folder.\n"
+                        "A cached accepted kernel is returned without asking the provider unless --force.\n"
+                        "Providers: template (default; offline variants of kforge's kernels, some deliberately\n"
+                        "wrong), replay (--replay FILE.jsonl), openai (any OpenAI-compatible server: --base-url,\n"
+                        "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY). --export DIR writes the best\n"
+                        "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n") + op_help},
+    {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
     {"devices", "usage: kforge devices [--json]\n\nLists the CPU (features, compiled micro-kernel, threads) and every Vulkan device\nwith the features kforge uses.\n"},
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
                         "Runs the op on the policy (default: threaded if present, else eigen), prints the median\n"
                         "time of N runs (default 5), throughput, and the max error against the Eigen reference.\n"
                         "Exit 1 if the result is outside the op's tolerance.\n") + op_help},
-    {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--json]\n\n"
+    {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--kernel FILE.comp] [--json]\n\n"
                              "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
-                             "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n") + op_help},
+                             "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n"
+                             "With --kernel FILE.comp the kernel (following docs/KERNEL_CONTRACT.md) goes through the\n"
+                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + op_help},
     {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
                           "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
@@ -147,10 +177,12 @@ struct args {
   }
 };
 
-const std::vector<std::string> value_options = {"op", "shape", "dtype", "policy", "epilogue", "alpha", "beta", "slope",
+const std::vector<std::string> value_options = {"kernel", "provider", "model", "base-url", "replay", "samples",
+                                                "temperature", "max-tokens", "timeout-ms", "export", "status",
+                                                "request", "response", "op", "shape", "dtype", "policy", "epilogue", "alpha", "beta", "slope",
                                                 "stride", "pad", "dilation", "groups", "axis", "eps", "reps", "seed", "vs",
                                                 "strategy", "budget", "trials", "device", "roofline"};
-const std::vector<std::string> flag_options = {"json", "causal", "col-major-a", "col-major-b", "help", "quick", "remeasure-roofline"};
+const std::vector<std::string> flag_options = {"force", "json", "causal", "col-major-a", "col-major-b", "help", "quick", "remeasure-roofline"};
 
 args parse_args(int argc, char** argv) {
   args a;
@@ -599,6 +631,12 @@ int main(int argc, char** argv) {
       std::cout << it->second;
       return ok;
     }
+#if defined(KFORGE_TOOL_HAS_GEN)
+    if (a.command == "gen") return kf::tool::cmd_gen(problem_from(a), a.values, a.flags);
+    if (a.command == "validate" && a.get("kernel")) return kf::tool::cmd_validate_kernel(problem_from(a), a.values, a.flags);
+    if (a.command == "mutate") return kf::tool::cmd_mutate(a.values, a.flags);
+    if (a.command == "worker") return kf::tool::cmd_worker(a.values);
+#endif
     if (a.command == "devices") return cmd_devices(a);
     if (a.command == "run") return cmd_run(a);
     if (a.command == "validate") return cmd_validate(a);

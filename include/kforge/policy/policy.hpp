@@ -121,6 +121,12 @@ struct vulkan {
   static std::string name() { return "vulkan"; }
 };
 
+/// A kernel written by kforge::gen and admitted by its gate, looked up at run
+/// time in the generation cache for the exact problem (kforge/gen.hpp).
+struct generated {
+  static std::string name() { return "generated"; }
+};
+
 /// Resolved at run time from the tuning cache to a concrete policy.
 struct autotune {
   static std::string name() { return "autotune"; }

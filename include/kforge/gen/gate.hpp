@@ -1,0 +1,211 @@
+// kforge/gen/gate.hpp — the gate a candidate kernel must pass, run inside
+// the sandbox's worker process: compile, contract check, the 10-case suite
+// with a secret seed on every shape (the prompt's and at least one held out
+// from it, not a multiple of any tile), degenerate references dropped as
+// test cases, every case run twice and required bit-identical, then a
+// benchmark against kforge's own kernel for the op and a re-validation after
+// timing. The result is one JSON object (gate_result) the parent reads back.
+#pragma once
+
+#ifndef KFORGE_GEN_INTERNAL
+#error "kforge/gen/*.hpp are private headers: include <kforge/gen.hpp>"
+#endif
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "kforge/gen/common.hpp"
+#include "kforge/gen/contract.hpp"
+#include "kforge/gen/runner.hpp"
+#include "kforge/gen/templates.hpp"
+#include "kforge/validate/suite.hpp"
+
+namespace kforge::gen {
+
+/// Stages at which a candidate can be rejected, in order.
+namespace stage {
+inline constexpr const char* provider = "provider";      // no response from the model
+inline constexpr const char* extraction = "extraction";  // no GLSL in the response
+inline constexpr const char* compile = "compile";
+inline constexpr const char* interface = "interface";
+inline constexpr const char* validation = "validation";
+inline constexpr const char* timeout = "timeout";        // per-dispatch timeout, device loss, or the worker killed
+inline constexpr const char* crash = "crash";            // the worker died
+inline constexpr const char* accepted = "accepted";
+}  // namespace stage
+
+/// A shape (other dims kept) derived from p that the prompt never shows:
+/// every extent > 1 becomes an odd number different from the original (so
+/// not a multiple of any power-of-two tile); extents of 1 stay 1 (they carry
+/// broadcasting). conv2d changes the image size, attention S and L.
+inline problem held_out_problem(const problem& p) {
+  auto odd = [](index_t d) {
+    if (d <= 1) return d;
+    index_t h = (d * 2 / 3) | 1;
+    if (h <= 1) h = 3;
+    if (h == d) h = d + 2;
+    return h;
+  };
+  problem q = p;
+  switch (find_op(p.op).family) {
+    case op_family::conv2d: {
+      const index_t need_h = p.dilation[0] * (p.dims2[2] - 1) + 1 - 2 * p.pad[0];
+      const index_t need_w = p.dilation[1] * (p.dims2[3] - 1) + 1 - 2 * p.pad[1];
+      q.dims[2] = std::max(odd(p.dims[2]), need_h | 1);
+      q.dims[3] = std::max(odd(p.dims[3]), need_w | 1);
+      if (q.dims[2] == p.dims[2]) q.dims[2] += 2;
+      break;
+    }
+    case op_family::attention: {
+      q.dims[2] = odd(p.dims[2]) == 1 ? 3 : odd(p.dims[2]);
+      const index_t l = p.dims2.rank() ? p.dims2[0] : p.dims[2];
+      q.dims2 = shape{odd(l) == 1 ? 5 : odd(l)};
+      break;
+    }
+    case op_family::binary: {
+      // Map a's extents; b keeps 1s where it broadcasts and follows a elsewhere.
+      shape b = p.dims2.rank() ? p.dims2 : p.dims;
+      for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd(p.dims[i]);
+      for (int i = 0; i < b.rank(); ++i) {
+        const int ai = q.dims.rank() - b.rank() + i;
+        b[i] = b[i] == 1 ? 1 : (ai >= 0 && p.dims[ai] == b[i] ? q.dims[ai] : odd(b[i]));
+      }
+      if (p.dims2.rank()) q.dims2 = b;
+      break;
+    }
+    default:
+      for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd(p.dims[i]);
+  }
+  if (q.dims == p.dims && q.dims2 == p.dims2) q.dims[0] = p.dims[0] + 2;
+  (void)operands(q);  // still a valid problem
+  return q;
+}
+
+struct gate_options {
+  std::uint64_t seed = 0;      ///< 0: a fresh secret seed
+  bool benchmark = true;
+  int bench_reps = 5;
+  bool revalidate = true;
+};
+
+/// Summarises the first failing case of a report for feedback and records.
+inline std::string failure_summary(const report& r, const std::string& label) {
+  for (const auto& c : r.cases) {
+    if (c.passed) continue;
+    std::string s = label + ", case '" + c.name + "': ";
+    if (!c.error.empty()) return s + c.error;
+    char buf[256];
+    std::snprintf(buf, sizeof buf, "%lld of %lld elements wrong (max abs err %.3g); first at %lld: got %.6g, expected %.6g",
+                  static_cast<long long>(c.mismatches), static_cast<long long>(c.elements), c.max_abs_err,
+                  static_cast<long long>(c.first_bad), c.first_bad_out, c.first_bad_ref);
+    return s + buf;
+  }
+  if (!r.note.empty()) return label + ": " + r.note;
+  return label + ": failed";
+}
+
+/// Runs the whole gate in this process and returns the result as JSON:
+/// {"accepted", "stage", "reason", "compile_log", "reflection", "spirv_hash",
+///  "validation": [{"shape", "held_out", "report"}...], "benchmark", "revalidation"}.
+inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
+                            gate_options opt = {}) {
+  if (shapes.empty()) throw argument_error("kforge::gen::run_gate: no shapes");
+  if (opt.seed == 0) opt.seed = secret_seed();
+  const problem& main = shapes.front();
+  json_writer w;
+  w.begin_object();
+  auto finish = [&](bool accepted, const char* st, const std::string& reason) {
+    w.field("accepted", accepted).field("stage", st).field("reason", reason).end_object();
+    return w.str();
+  };
+  std::unique_ptr<kernel_runner> k;
+  try {
+    k = std::make_unique<kernel_runner>(ctx, main, "generated_" + main.op, glsl);
+  } catch (const vulkan::shader_error& e) {
+    w.field("compile_log", std::string(e.what()));
+    return finish(false, stage::compile, e.what());
+  } catch (const vulkan::interface_error& e) {
+    return finish(false, stage::interface, e.what());
+  } catch (const vulkan::device_lost& e) {
+    return finish(false, stage::timeout, e.what());
+  } catch (const std::exception& e) {
+    // Pipeline creation refused by the driver, or f16 without 16-bit storage.
+    return finish(false, stage::interface, e.what());
+  }
+  w.key("reflection").raw(k->reflection().to_json());
+  w.field("spirv_hash", spirv_hash(k->spirv()));
+
+  bool lost = false;
+  std::string lost_reason;
+  const executor candidate = [&](const problem& p, std::vector<host_tensor>& ts) {
+    try {
+      std::vector<host_tensor> again = ts;  // same inputs and the same poisoned output
+      k->run(p, ts);
+      k->run(p, again);
+      const auto& a = ts.back().storage;
+      const auto& b = again.back().storage;
+      if (a.size() != b.size() || std::memcmp(a.data(), b.data(), a.size()) != 0) {
+        std::size_t first = 0;
+        while (first < a.size() && a[first] == b[first]) ++first;
+        throw nondeterminism_error("kforge::gen: two runs on the same inputs differ (first at byte " +
+                                   std::to_string(first) + "); the kernel must be deterministic");
+      }
+    } catch (const vulkan::device_lost& e) {
+      lost = true;
+      lost_reason = e.what();
+      throw;
+    }
+  };
+  auto validate_shapes = [&](std::uint64_t seed, const std::vector<problem>& ps, std::string* reason) {
+    bool ok = true;
+    w.begin_array();
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      suite_options so;
+      so.seed = seed + 0x9e3779b97f4a7c15ull * i;
+      so.skip_degenerate = true;
+      const report r = lost ? report{} : validate(ps[i], candidate, so);
+      w.begin_object().field("shape", describe(ps[i])).field("held_out", i > 0).key("report").raw(r.to_json()).end_object();
+      if (!r.all_passed && ok) {
+        ok = false;
+        *reason = failure_summary(r, describe(ps[i]) + (i > 0 ? " (held-out shape)" : ""));
+      }
+      if (lost) break;
+    }
+    w.end_array();
+    return ok;
+  };
+  std::string reason;
+  w.key("validation");
+  const bool valid = validate_shapes(opt.seed, shapes, &reason);
+  if (lost) return finish(false, stage::timeout, lost_reason);
+  if (!valid) return finish(false, stage::validation, reason);
+
+  if (opt.benchmark) {
+    try {
+      std::vector<host_tensor> ts = allocate(main);
+      generate_inputs(main, input_case::normal, opt.seed, ts);
+      const double cand = k->time_ms(main, ts, opt.bench_reps);
+      kernel_runner builtin(ctx, main, "kforge_" + main.op, template_source(main));
+      const double own = builtin.time_ms(main, ts, opt.bench_reps);
+      w.key("benchmark").begin_object().field("candidate_ms", cand).field("builtin_ms", own);
+      w.field("speedup_vs_builtin", cand > 0 ? own / cand : 0.0).field("reps", opt.bench_reps);
+      w.field("timer", ctx.info().timestamps ? "gpu timestamps" : "wall clock").field("device", ctx.info().name).end_object();
+    } catch (const vulkan::device_lost& e) {
+      return finish(false, stage::timeout, e.what());
+    }
+  }
+  if (opt.revalidate) {
+    // After timing: a kernel whose results change once it has run many times
+    // (state kept in buffers, races that need a warm cache) fails here.
+    w.key("revalidation");
+    const std::vector<problem> first{main};
+    if (!validate_shapes(opt.seed ^ 0x5bd1e995u, first, &reason)) {
+      if (lost) return finish(false, stage::timeout, lost_reason);
+      return finish(false, stage::validation, "after timing: " + reason);
+    }
+  }
+  return finish(true, stage::accepted, "passed " + std::to_string(shapes.size()) + " shapes x 10 cases, deterministic");
+}
+
+}  // namespace kforge::gen

@@ -1,0 +1,223 @@
+// kforge/gen/generated.hpp — policy::generated: run an op with the kernel
+// kforge::gen admitted for exactly that problem.
+//
+//   kforge::run<kforge::policy::generated>(op::gemm<float>{}, A, B, C);
+//
+// At run time the call is described as a problem (op, dtype, shapes,
+// parameters), the generation cache is searched for the fastest accepted
+// record of that problem (record.hpp lookup), and its kernel runs in this
+// process on the default Vulkan context through the same guarded runner the
+// gate used (admitted kernels are trusted; the guards stay on anyway). No
+// accepted record is an unsupported_error that says which `kforge gen` to run.
+// Operands may have any strides; they are packed to the dense row-major
+// layout the contract uses.
+#pragma once
+
+#ifndef KFORGE_GEN_INTERNAL
+#error "kforge/gen/*.hpp are private headers: include <kforge/gen.hpp>"
+#endif
+
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "kforge/eigen/common.hpp"
+#include "kforge/gen/generate.hpp"
+#include "kforge/gen/runner.hpp"
+
+namespace kforge::gen {
+
+/// Runs p on host tensors with its accepted generated kernel.
+inline void execute_generated(const problem& p, std::vector<host_tensor>& ts) {
+  const auto rec = lookup(p, default_source_spec(p));
+  if (!rec)
+    throw unsupported_error("kforge::policy::generated: no accepted generated kernel for " + describe(p) + " in " +
+                            records_dir().string() + " (run: kforge gen --op " + p.op + " ...)");
+  static std::mutex mu;
+  static std::map<std::string, std::unique_ptr<kernel_runner>> runners;  // by record file, per process
+  std::lock_guard lock(mu);
+  vulkan::context& ctx = vulkan::default_context();
+  auto& slot = runners[rec->path + "@" + std::to_string(reinterpret_cast<std::uintptr_t>(&ctx))];
+  if (!slot) slot = std::make_unique<kernel_runner>(ctx, p, "generated_" + p.op, rec->extracted_glsl);
+  slot->run(p, ts);
+}
+
+/// Candidates the tuner can time next to its own: one per accepted record of
+/// the problem (name "generated:<record file>").
+struct generated_candidate {
+  std::string name;
+  std::function<void(const problem&, std::vector<host_tensor>&)> execute;
+};
+inline std::vector<generated_candidate> tuner_candidates(const problem& p) {
+  std::vector<generated_candidate> out;
+  const std::string prefix = record_prefix(true, p) + "_h";
+  for (const auto& r : list_records('c')) {
+    if (std::filesystem::path(r.path).filename().string().rfind(prefix, 0) != 0 || r.extracted_glsl.empty()) continue;
+    const std::string glsl = r.extracted_glsl;
+    auto runner = std::make_shared<std::unique_ptr<kernel_runner>>();
+    out.push_back({"generated:" + std::filesystem::path(r.path).filename().string(),
+                   [glsl, runner](const problem& q, std::vector<host_tensor>& ts) {
+                     if (!*runner) *runner = std::make_unique<kernel_runner>(vulkan::default_context(), q, "generated_" + q.op, glsl);
+                     (*runner)->run(q, ts);
+                   }});
+  }
+  return out;
+}
+
+namespace detail {
+
+template <class T>
+shape dims_of(const tensor_view<T>& v) {
+  return v.dims;
+}
+
+/// The problem a typed op call stands for (views: inputs..., output).
+template <class T, class E, class A, class... V>
+problem problem_of(const op::gemm<T, E, A>& o, const V&... v) {
+  const auto& a = std::get<0>(std::tie(v...));
+  const auto& b = std::get<1>(std::tie(v...));
+  problem p;
+  p.op = "gemm";
+  p.type = dtype_of<T>();
+  p.dims = shape{a.size(0), b.size(1), a.size(1)};
+  p.epilogue = epilogue::epilogue_name<E>();
+  p.alpha = o.alpha, p.beta = o.beta, p.slope = o.epilogue.slope;
+  return p;
+}
+template <class T, fn F, class... V>
+problem problem_of(const op::unary<T, F>& o, const V&... v) {
+  problem p;
+  p.op = std::string(to_string(F));
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  p.slope = o.slope;
+  return p;
+}
+template <class T, binop F, class... V>
+problem problem_of(const op::binary<T, F>&, const V&... v) {
+  problem p;
+  p.op = std::string(to_string(F));
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  p.dims2 = std::get<1>(std::tie(v...)).dims;
+  return p;
+}
+template <class T, reduce_fn F, class... V>
+problem problem_of(const op::reduce<T, F>& o, const V&... v) {
+  problem p;
+  p.op = "reduce_" + std::string(to_string(F));
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  p.axis = o.axis;
+  return p;
+}
+template <class T, class... V>
+problem problem_of(const op::softmax<T>&, const V&... v) {
+  problem p;
+  p.op = "softmax";
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  return p;
+}
+template <class T, class... V>
+problem problem_of(const op::layer_norm<T>& o, const V&... v) {
+  problem p;
+  p.op = "layer_norm";
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  if (o.epsilon != op::layer_norm<T>{}.epsilon) p.epsilon = o.epsilon;
+  return p;
+}
+template <class T, class... V>
+problem problem_of(const op::rms_norm<T>& o, const V&... v) {
+  problem p;
+  p.op = "rms_norm";
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  if (o.epsilon != op::rms_norm<T>{}.epsilon) p.epsilon = o.epsilon;
+  return p;
+}
+template <class T, class E, class... V>
+problem problem_of(const op::conv2d<T, E>& o, const V&... v) {
+  problem p;
+  p.op = "conv2d";
+  p.type = dtype_of<T>();
+  p.dims = std::get<0>(std::tie(v...)).dims;
+  p.dims2 = std::get<1>(std::tie(v...)).dims;
+  p.epilogue = epilogue::epilogue_name<E>();
+  p.slope = o.epilogue.slope;
+  p.stride[0] = o.stride_h, p.stride[1] = o.stride_w, p.pad[0] = o.pad_h, p.pad[1] = o.pad_w;
+  p.dilation[0] = o.dilation_h, p.dilation[1] = o.dilation_w, p.groups = o.groups;
+  return p;
+}
+template <class T, class... V>
+problem problem_of(const op::attention<T>& o, const V&... v) {
+  const auto& q = std::get<0>(std::tie(v...));
+  const auto& k = std::get<1>(std::tie(v...));
+  problem p;
+  p.op = "attention";
+  p.type = dtype_of<T>();
+  p.dims = q.dims;
+  if (k.rank() == 4 && k.size(2) != q.size(2)) p.dims2 = shape{k.size(2)};
+  p.causal = o.causal;
+  p.scale = o.scale;
+  return p;
+}
+
+template <class Op>
+inline constexpr bool generatable = false;
+template <class T, class E, class A>
+inline constexpr bool generatable<op::gemm<T, E, A>> = std::is_same_v<A, float>;
+template <class T, fn F>
+inline constexpr bool generatable<op::unary<T, F>> = true;
+template <class T, binop F>
+inline constexpr bool generatable<op::binary<T, F>> = true;
+template <class T, reduce_fn F>
+inline constexpr bool generatable<op::reduce<T, F>> = true;
+template <class T>
+inline constexpr bool generatable<op::softmax<T>> = true;
+template <class T>
+inline constexpr bool generatable<op::layer_norm<T>> = true;
+template <class T>
+inline constexpr bool generatable<op::rms_norm<T>> = true;
+template <class T, class E>
+inline constexpr bool generatable<op::conv2d<T, E>> = true;
+template <class T>
+inline constexpr bool generatable<op::attention<T>> = true;
+
+template <class Op, class... V>
+void run_generated(const Op& op, const V&... views) {
+  const problem p = problem_of(op, views...);
+  std::vector<host_tensor> ts = allocate(p);
+  if (ts.size() != sizeof...(V))
+    throw argument_error("kforge::" + std::string(Op::name) + ": policy generated expected " + std::to_string(ts.size()) +
+                         " tensors, got " + std::to_string(sizeof...(V)));
+  std::size_t i = 0;
+  auto pack = [&](const auto& v) {
+    host_tensor& h = ts[i++];
+    expect_shape(Op::name, "operand " + std::to_string(i), h.dims, v.dims);
+    eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { h.set(e, static_cast<float>(v.data[off])); });
+  };
+  (pack(views), ...);
+  // The output is read when gemm has beta != 0; it was packed above like the inputs.
+  execute_generated(p, ts);
+  const auto& out = std::get<sizeof...(V) - 1>(std::tie(views...));
+  using O = std::remove_const_t<typename std::remove_cvref_t<decltype(out)>::element_type>;
+  eigen::for_each_offset(out.dims, out.strides,
+                         [&](index_t e, index_t off) { out.data[off] = static_cast<O>(ts.back().get(e)); });
+}
+
+}  // namespace detail
+}  // namespace kforge::gen
+
+namespace kforge::detail {
+template <class Op>
+  requires gen::detail::generatable<Op>
+struct impl<policy::generated, Op> {
+  static constexpr bool available = true;
+  template <class... V>
+  static void run(const Op& op, const V&... views) {
+    gen::detail::run_generated(op, views...);
+  }
+};
+}  // namespace kforge::detail

@@ -1,0 +1,168 @@
+// tools/cmd_gen.cpp — `kforge gen` (generate kernels for one problem) and
+// `kforge validate --kernel FILE.comp` (put one hand-written or generated
+// kernel through the same sandboxed gate). See docs/GENERATION.md.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <kforge/gen.hpp>
+
+namespace kforge::tool {
+namespace {
+bool has_flag(const std::vector<std::string>& flags, const char* f) {
+  return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+}  // namespace
+
+int cmd_validate_kernel(const problem& p, const std::map<std::string, std::string>& values,
+                        const std::vector<std::string>& flags) {
+  const std::string file = values.at("kernel");
+  std::string glsl;
+  try {
+    glsl = gen::read_text(file);
+  } catch (const std::exception& e) {
+    std::cerr << "kforge: cannot read kernel '" << file << "'\n";
+    return 2;
+  }
+  const std::vector<problem> shapes{p, gen::held_out_problem(p)};
+  gen::sandbox_options so;
+  so.benchmark = false;
+  const gen::sandbox_result r = gen::run_sandboxed(shapes, glsl, so);
+  if (has_flag(flags, "json")) {
+    json_writer w;
+    w.begin_object().field("kernel", file).field("problem", describe(p)).field("held_out", describe(shapes[1]));
+    w.field("accepted", r.accepted).field("stage", r.stage).field("reason", r.reason);
+    if (!r.gate_json.empty()) w.key("gate").raw(r.gate_json);
+    w.end_object();
+    std::cout << w.str() << "\n";
+  } else {
+    std::cout << file << " for " << describe(p) << " (held out: " << describe(shapes[1]) << "): "
+              << (r.accepted ? "ACCEPTED" : "REJECTED at " + r.stage) << "\n  " << r.reason << "\n";
+  }
+  return r.accepted ? 0 : 1;
+}
+
+namespace {
+std::string value_or(const std::map<std::string, std::string>& v, const char* k, std::string d) {
+  auto it = v.find(k);
+  return it == v.end() ? d : it->second;
+}
+}  // namespace
+
+int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, const std::vector<std::string>& flags) {
+  const bool json = has_flag(flags, "json");
+  std::unique_ptr<gen::provider> prov;
+  gen::generate_options o;
+  try {
+    const std::string kind = value_or(values, "provider", "template");
+    if (kind == "template") {
+      prov = std::make_unique<gen::template_provider>();
+    } else if (kind == "replay") {
+      if (!values.count("replay")) throw argument_error("--provider replay needs --replay FILE.jsonl");
+      prov = std::make_unique<gen::replay_provider>(values.at("replay"));
+    } else if (kind == "openai") {
+      gen::openai_options oo;
+      oo.base_url = value_or(values, "base-url", "");
+      oo.model = value_or(values, "model", "");
+      if (values.count("timeout-ms")) oo.timeout_ms = std::stol(values.at("timeout-ms"));
+      prov = std::make_unique<gen::openai_provider>(oo);
+    } else {
+      throw argument_error("unknown provider '" + kind + "' (template, replay, openai)");
+    }
+    if (values.count("temperature")) prov->temperature = std::stod(values.at("temperature"));
+    if (values.count("max-tokens")) prov->max_tokens = std::stoi(values.at("max-tokens"));
+    if (values.count("samples")) o.samples = std::stoi(values.at("samples"));
+    if (o.samples < 1) throw argument_error("--samples must be >= 1");
+    o.force = has_flag(flags, "force");
+  } catch (const std::exception& e) {
+    std::cerr << "kforge: " << e.what() << "\n";
+    return 2;
+  }
+  const bool tty = !json && isatty(2);
+  o.progress = [&](const std::string& line) {
+    if (!json) std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
+  };
+  gen::generate_result res;
+  try {
+    res = gen::generate(p, *prov, o);
+  } catch (const unsupported_error& e) {
+    std::cerr << (tty ? "\n" : "") << "kforge: " << gen::redact_env(e.what()) << "\n";
+    return 3;
+  } catch (const std::exception& e) {
+    std::cerr << (tty ? "\n" : "") << "kforge: " << gen::redact_env(e.what()) << "\n";
+    return 1;
+  }
+  if (tty) std::cerr << "\r\033[K";
+  std::vector<std::string> exported;
+  const gen::generation_record* best = res.best_record();
+  if (best && values.count("export")) {
+    try {
+      for (const auto& f : gen::export_kernel(best->extracted_glsl, values.at("export"), "kernel")) exported.push_back(f.string());
+    } catch (const std::exception& e) {
+      std::cerr << "kforge: export failed: " << e.what() << "\n";
+      return 1;
+    }
+  }
+  if (json) {
+    json_writer w;
+    w.begin_object().field("problem", describe(p)).field("provider", prov->name()).field("model", prov->model());
+    w.field("from_cache", res.from_cache).key("summary").begin_object();
+    for (const auto& [k, n] : res.by_stage) w.field(k, n);
+    w.end_object().key("attempts").begin_array();
+    for (const auto& a : res.attempts)
+      w.begin_object().field("file", a.path).field("status", a.status).field("stage", a.stage).field("reason", a.reason)
+          .field("candidate_ms", a.candidate_ms).field("builtin_ms", a.builtin_ms).field("speedup_vs_builtin", a.speedup)
+          .field("total_tokens", a.usage.total).end_object();
+    w.end_array();
+    if (best) w.field("best", best->path);
+    w.key("exported").begin_array();
+    for (const auto& f : exported) w.value(f);
+    w.end_array().end_object();
+    std::cout << w.str() << "\n";
+  } else {
+    std::cout << "kforge gen " << describe(p) << " with " << prov->name() << " (" << prov->model() << ")"
+              << (res.from_cache ? ": cached accepted kernel (use --force to generate anew)" : "") << "\n";
+    for (const auto& a : res.attempts)
+      std::cout << "  " << (a.correct() ? "accepted " : "rejected ") << "[" << a.stage << "] "
+                << std::filesystem::path(a.path).filename().string() << "\n      " << a.reason.substr(0, 300) << "\n";
+    if (!res.from_cache) {
+      std::cout << "summary: " << res.attempts.size() << " attempts:";
+      for (const auto& [k, n] : res.by_stage) std::cout << " " << k << " " << n << ";";
+      std::cout << "\n";
+    }
+    if (best) {
+      char buf[256];
+      if (best->candidate_ms > 0 && best->builtin_ms > 0)
+        std::snprintf(buf, sizeof buf, "best: %.4f ms vs kforge's own kernel %.4f ms (%.2fx)", best->candidate_ms,
+                      best->builtin_ms, best->speedup);
+      else
+        std::snprintf(buf, sizeof buf, "best: not timed");
+      std::cout << buf << "\n  " << best->path << "\n";
+      for (const auto& f : exported) std::cout << "  exported " << f << "\n";
+    } else {
+      std::cout << "no kernel was accepted\n";
+    }
+  }
+  return best ? 0 : 1;
+}
+
+/// `kforge cache list --status c|r`: the generation records (the tuning
+/// cache's own listing lives in cmd_cache.cpp).
+int gen_records_list(const std::map<std::string, std::string>& values, const std::vector<std::string>& flags) {
+  const std::string st = value_or(values, "status", "");
+  if (!st.empty() && st != "c" && st != "r") {
+    std::cerr << "kforge: --status takes c (correct) or r (rejected)\n";
+    return 2;
+  }
+  const auto rs = gen::list_records(st.empty() ? 0 : st[0]);
+  if (has_flag(flags, "json")) std::cout << gen::records_json(rs) << "\n";
+  else std::cout << rs.size() << " generation records in " << gen::records_dir().string() << "\n" << gen::records_text(rs);
+  return 0;
+}
+
+}  // namespace kforge::tool
