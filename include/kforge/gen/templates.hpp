@@ -255,7 +255,9 @@ inline std::vector<edit> edits_for(op_family fam) {
       };
     case op_family::softmax:
       return {
-          {"wrong_init", "sum_init", "the running sum starts at 1", "float m = -KF_INF, s = 0.0;", "float m = -KF_INF, s = 1.0;"},
+          // (The per-invocation running sum's init is overwritten by its first
+          // element, so that mutant would be equivalent; the workgroup sum's is not.)
+          {"wrong_init", "wg_sum_init", "the workgroup sum starts at 1", "  float r = 0.0;\n", "  float r = 1.0;\n"},
           {"dropped_scale", "no_max_shift", "exp is taken without subtracting the row max",
            "exp(float(x_[base + j]) - M) / S", "exp(float(x_[base + j])) / S"},
           {"off_by_one", "write_bound", "the write loop runs to j <= cols",
@@ -286,8 +288,10 @@ inline std::vector<edit> edits_for(op_family fam) {
            "j >= row) s = -KF_INF;", [](const problem& p) { return p.causal; }},
           {"missing_tail", "no_causal_mask", "the causal mask is ignored", "      if (pc.causal != 0u && j > row) s = -KF_INF;\n",
            "", [](const problem& p) { return p.causal; }},
-          {"wrong_init", "l_init", "the softmax denominator starts at 1", "float m = -KF_INF, l = 0.0;",
-           "float m = -KF_INF, l = 1.0;"},
+          // (l's and acc's inits are scaled by 0 on the first key block, so
+          // mutating them would be equivalent; the workgroup sum's init is not.)
+          {"wrong_init", "wg_sum_init", "the workgroup sum of probabilities starts at 1", "  float r = 0.0;\n",
+           "  float r = 1.0;\n"},
           {"missing_barrier", "q_barrier", "no barrier after staging the query row in shared memory",
            "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;\n  barrier();", "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;"},
           {"read_past_end", "key_bound", "keys are valid up to j <= L, reading one key past the end",
@@ -350,7 +354,9 @@ inline problem mutation_problem(const std::string& op) {
     case op_family::layer_norm:
     case op_family::rms_norm: set_shape(p, "9x37"); break;
     case op_family::attention:
-      set_shape(p, "1x2x9x17,11");
+      // S > L, so that with the causal mask the last queries see every key
+      // (a read of key L is visible, not masked).
+      set_shape(p, "1x2x13x17,11");
       p.causal = true;
       break;
   }
