@@ -27,10 +27,10 @@ struct roofline_report {
   std::string measured_at, device;
 };
 
-roofline_report roofline_for(const problem& p) {
+roofline_report roofline_for(const problem& p, bool remeasure) {
   roofline_report r;
   try {
-    const tune::roofline_peaks peaks = tune::cpu_roofline();
+    const tune::roofline_peaks peaks = tune::cpu_roofline(tune::default_cache_dir(), remeasure);
     r.available = true;
     r.intensity = flops(p) / min_bytes(p);
     r.bound_flops = tune::attainable(peaks, r.intensity);

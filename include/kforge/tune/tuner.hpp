@@ -14,9 +14,9 @@
 // candidate validated and timed; a trial that has started finishes):
 //   grid     every candidate, full repetitions.
 //   halving  successive halving: every candidate with 3 samples, then the best
-//            third (plus any within 2 noise-widths of the cut) re-timed with 3×
-//            the samples, until one remains. Same trials as grid, far fewer
-//            timed runs.
+//            third (plus any within 2 noise-widths of the cut, at most as many
+//            again) re-timed with 3× the samples, until one remains. Same
+//            trials as grid, fewer timed runs.
 //   descent  coordinate descent over the config keys from the backend's
 //            default: time every candidate that differs from the current best
 //            in one key, move to the best of them if it is faster by more
@@ -242,10 +242,13 @@ inline void run_halving(search& s) {
     const measurement& cut = s.timed[alive[keep - 1]];
     // Noise-aware cut: a candidate whose median is within two noise-widths
     // of the last one kept is not distinguishable from it yet; keep it too.
-    const double limit = cut.median_s * (1.0 + 2.0 * search::noise(cut));
+    // The noise counted is capped at 5 % and the extras at `keep`, so that on
+    // a noisy machine a rung still drops at least half of the candidates.
+    const double limit = cut.median_s * (1.0 + 2.0 * std::min(0.05, search::noise(cut)));
     std::vector<std::size_t> next(alive.begin(), alive.begin() + static_cast<std::ptrdiff_t>(keep));
     for (std::size_t j = keep; j < alive.size(); ++j)
-      if (s.timed[alive[j]].median_s <= limit && next.size() < alive.size() - 1) next.push_back(alive[j]);
+      if (s.timed[alive[j]].median_s <= limit && next.size() < std::min(2 * keep, alive.size() - 1))
+        next.push_back(alive[j]);
     samples = std::min(samples * 3, std::max(s.opt.samples, 27));
     std::vector<std::size_t> measured;
     for (std::size_t i : next) {
