@@ -190,10 +190,59 @@ class shader_compiler {
   compiler_stats stats_;
 };
 
+namespace detail {
+/// Whether a SPIR-V module declares capability CooperativeMatrixNV.
+inline bool uses_nv_coopmat(const std::vector<std::uint32_t>& spirv) {
+  for (std::size_t i = 5; i < spirv.size();) {
+    const std::uint32_t op = spirv[i] & 0xffffu, wc = spirv[i] >> 16;
+    if (op == 17 && wc >= 2 && spirv[i + 1] == 5357) return true;  // OpCapability CooperativeMatrixNV
+    if (!wc) break;
+    i += wc;
+  }
+  return false;
+}
+/// The interface check for modules SPIRV-Cross cannot parse (Debian's 2021
+/// release predates SPV_NV_cooperative_matrix): storage-buffer bindings in
+/// set 0 and specialization constant ids, read from the decorations. The
+/// push-constant size is not checked on this path.
+inline void check_interface_by_decorations(const std::string& name, const std::vector<std::uint32_t>& spirv,
+                                           const kernel_interface& want) {
+  std::vector<std::uint32_t> bindings, sets, ids;
+  for (std::size_t i = 5; i + 2 < spirv.size();) {
+    const std::uint32_t op = spirv[i] & 0xffffu, wc = spirv[i] >> 16;
+    if (!wc) break;
+    if (op == 71 && wc >= 4) {  // OpDecorate target decoration literal
+      if (spirv[i + 2] == 1) ids.push_back(spirv[i + 3]);       // SpecId
+      if (spirv[i + 2] == 33) bindings.push_back(spirv[i + 3]);  // Binding
+      if (spirv[i + 2] == 34) sets.push_back(spirv[i + 3]);      // DescriptorSet
+    }
+    i += wc;
+  }
+  std::sort(bindings.begin(), bindings.end());
+  std::sort(ids.begin(), ids.end());
+  std::vector<std::uint32_t> want_b(want.bindings), want_ids = want.spec_ids;
+  for (std::uint32_t b = 0; b < want.bindings; ++b) want_b[b] = b;
+  std::sort(want_ids.begin(), want_ids.end());
+  auto list = [](const std::vector<std::uint32_t>& v) {
+    std::string s = "{";
+    for (auto x : v) s += (s.size() > 1 ? ", " : "") + std::to_string(x);
+    return s + "}";
+  };
+  if (bindings != want_b || std::any_of(sets.begin(), sets.end(), [](std::uint32_t x) { return x != 0; }))
+    throw interface_error("kforge::vulkan: interface of shader '" + name + "' does not match the host: bindings " +
+                          list(bindings) + " (set 0 expected), host expects " + list(want_b));
+  if (ids != want_ids)
+    throw interface_error("kforge::vulkan: interface of shader '" + name +
+                          "' does not match the host: specialization constant ids " + list(ids) + ", host expects " +
+                          list(want_ids));
+}
+}  // namespace detail
+
 /// Reflects `spirv` with SPIRV-Cross and throws interface_error when it does
 /// not declare exactly the interface the host expects.
 inline void check_interface(const std::string& name, const std::vector<std::uint32_t>& spirv,
                             const kernel_interface& want) {
+  if (detail::uses_nv_coopmat(spirv)) return detail::check_interface_by_decorations(name, spirv, want);
   spirv_cross::Compiler comp(spirv);
   const auto res = comp.get_shader_resources();
   auto fail = [&](const std::string& what, const std::string& shader_side, const std::string& host_side) {

@@ -60,7 +60,8 @@ struct device_info {
   std::uint32_t subgroup_size = 0, min_subgroup_size = 0, max_subgroup_size = 0;
   std::uint32_t subgroup_ops = 0;  // VkSubgroupFeatureFlags in compute
   bool subgroup_size_control = false;
-  bool nv_cooperative_matrix = false;
+  bool nv_cooperative_matrix = false;  // extension, cooperativeMatrix feature and shaderFloat16
+  bool nv_coopmat_f16_16x16x16 = false;  // lists 16x16x16 f16·f16 + f32 -> f32 at subgroup scope
   bool robustness2 = false;
   bool push_descriptor = false;
   bool timestamps = false;  // compute queue has timestampValidBits > 0
@@ -164,7 +165,13 @@ inline device_info query_device(VkPhysicalDevice p, int index) {
     *ft = &f12, ft = &f12.pNext;
   }
   if (ssc) *ft = &fsc, ft = &fsc.pNext;
+  VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+  if (d.nv_cooperative_matrix) *ft = &fcm, ft = &fcm.pNext;
   vkGetPhysicalDeviceFeatures2(p, &feats);
+  // glslang's NV cooperative-matrix code declares the VulkanMemoryModel capability (its scopes come from
+  // GL_KHR_memory_scope_semantics), so that feature is needed too.
+  d.nv_cooperative_matrix = d.nv_cooperative_matrix && fcm.cooperativeMatrix && v12 && f12.shaderFloat16 &&
+                            f12.vulkanMemoryModel;
 
   const auto& pr = props.properties;
   d.name = pr.deviceName;
@@ -582,11 +589,28 @@ class context {
     }
     phys_ = phys[static_cast<std::size_t>(chosen)];
     info_ = infos[static_cast<std::size_t>(chosen)];
+    if (info_.nv_cooperative_matrix) query_coopmat_shapes();
     if (info_.api_version < VK_API_VERSION_1_2)
       throw no_device("kforge::vulkan: device '" + info_.name + "' offers Vulkan " + detail::version_str(info_.api_version) +
                       "; kforge needs 1.2");
     if (!info_.push_descriptor)
       throw no_device("kforge::vulkan: device '" + info_.name + "' lacks VK_KHR_push_descriptor, which kforge needs");
+  }
+
+  // The gemm_coopmat_f16 kernel uses 16x16x16 f16 x f16 + f32 tiles at
+  // subgroup scope; use it only where the driver lists exactly that.
+  void query_coopmat_shapes() {
+    auto fn = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
+        vkGetInstanceProcAddr(inst_->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
+    std::uint32_t n = 0;
+    if (!fn || fn(phys_, &n, nullptr) != VK_SUCCESS) return;
+    std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
+    if (fn(phys_, &n, props.data()) != VK_SUCCESS && n) return;
+    for (const auto& c : props)
+      if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
+          c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
+          c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV)
+        info_.nv_coopmat_f16_16x16x16 = true;
   }
 
   void create_device() {
@@ -606,12 +630,19 @@ class context {
     f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     feats.pNext = &f11;
-    const char* exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
+    VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
+    const bool coop = info_.nv_coopmat_f16_16x16x16;
+    if (coop) {
+      fcm.cooperativeMatrix = VK_TRUE;
+      f12.vulkanMemoryModel = VK_TRUE;
+      f12.pNext = &fcm;
+    }
+    const char* exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
     VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     ci.pNext = &feats;
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &qi;
-    ci.enabledExtensionCount = 1;
+    ci.enabledExtensionCount = coop ? 2 : 1;
     ci.ppEnabledExtensionNames = exts;
     state_ = std::make_shared<device_state>();
     check(vkCreateDevice(phys_, &ci, nullptr, &state_->device), "vkCreateDevice");

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -21,17 +22,147 @@
 #include "kforge/vulkan/shaders/common.hpp"
 #include "kforge/vulkan/shaders/elementwise.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
+#include "kforge/vulkan/shaders/gemm_coopmat.hpp"
+#include "kforge/vulkan/shaders/gemm_tiled.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
 #include "kforge/vulkan/shaders/rows.hpp"
 #include "kforge/vulkan/stream.hpp"
 
 namespace kforge::vulkan {
 
-/// Tile knobs of the GEMM kernels (policy::tile, thread_tile).
+/// Tile knobs of the generic GEMM kernel (policy::tile, thread_tile); conv2d uses it.
 struct gemm_tiling {
   std::uint32_t bm = 64, bn = 64, bk = 16, tm = 4, tn = 4;
   std::uint32_t wg() const { return (bm / tm) * (bn / tn); }
 };
+
+// ---- gemm run-time configurations (the tuner's search space) -----------------
+//
+// Note for the tuner: a gemm_config is everything that changes the gemm
+// kernels' speed, and all of it is run-time (specialization constants and a
+// variant define), so trying a config compiles no GLSL twice: SPIR-V is cached
+// per (kernel, dtype, epilogue, vector/scalar loads) and a pipeline per spec
+// constants. gemm_configs(info, dt) enumerates the candidates that are valid on
+// a device; gemm_config_check() says why a config is not; gemm_default_config()
+// is the untuned choice (what policy::vulkan<> uses when no tile knob is
+// given); record_gemm(stream, dt, config, ...) runs one. Every kernel handles
+// any M, N, K (bounds are checked in the shader), so validity never depends on
+// the shape, only speed does. There is no K-split yet: each output tile is
+// owned by one workgroup (K-split would help shapes with few tiles and long K).
+enum class gemm_kernel : std::uint8_t {
+  generic,      // shaders/gemm.hpp: any tile, scalar shared-memory reads
+  tiled,        // shaders/gemm_tiled.hpp: vec4 register blocking, double-buffered
+  coopmat_f16,  // shaders/gemm_coopmat.hpp: f16 tensor cores (VK_NV_cooperative_matrix)
+};
+inline const char* to_string(gemm_kernel k) {
+  return k == gemm_kernel::generic ? "generic" : k == gemm_kernel::tiled ? "tiled" : "coopmat_f16";
+}
+
+struct gemm_config {
+  gemm_kernel kernel = gemm_kernel::tiled;
+  std::uint32_t bm = 128, bn = 128, bk = 8;  // workgroup tile and K step
+  std::uint32_t tm = 8, tn = 8;              // generic/tiled: outputs per invocation
+  std::uint32_t warps = 8, warps_m = 2;      // coopmat_f16: subgroups per workgroup, and rows of them
+  std::uint32_t group_m = 8;                 // tiled/coopmat: grouped tile order (0: row-major)
+  std::uint32_t wg() const { return kernel == gemm_kernel::coopmat_f16 ? 32 * warps : (bm / tm) * (bn / tn); }
+  std::string str() const {
+    std::string s = std::string(to_string(kernel)) + " " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
+                    std::to_string(bk);
+    if (kernel == gemm_kernel::coopmat_f16)
+      s += " warps " + std::to_string(warps) + " (" + std::to_string(warps_m) + " rows)";
+    else
+      s += " thread " + std::to_string(tm) + "x" + std::to_string(tn);
+    if (kernel != gemm_kernel::generic) s += " group_m " + std::to_string(group_m);
+    return s;
+  }
+};
+
+/// Whether the device runs the coopmat_f16 kernel (f16 data only).
+inline bool coopmat_f16_available(const device_info& d) {
+  return d.nv_coopmat_f16_16x16x16 && d.storage_16bit && d.fp16_arithmetic && d.subgroup_size == 32;
+}
+
+/// Shared memory a config's kernel declares (bytes), including the prelude's reduction slots.
+inline std::uint64_t gemm_shared_bytes(const gemm_config& c) {
+  const std::uint64_t red = 4ull * c.wg();
+  switch (c.kernel) {
+    case gemm_kernel::generic: return 4ull * c.bk * (c.bm + c.bn) + red;
+    case gemm_kernel::tiled: return 2ull * 4 * c.bk * (c.bm + 4) + 2ull * 4 * c.bk * (c.bn + 4) + red;
+    default: return 2ull * 16 * c.bm * (c.bk / 8 + 1) + 2ull * 16 * c.bk * (c.bn / 8 + 1) + 1024ull * c.warps + red;
+  }
+}
+
+/// Empty when `c` runs on device `d` with element type `dt`, else why not.
+inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_config& c) {
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  if (!c.bm || !c.bn || !c.bk) return "empty tile";
+  if (c.kernel == gemm_kernel::coopmat_f16) {
+    if (dt != dtype::f16) return "coopmat_f16 needs f16 data";
+    if (!coopmat_f16_available(d)) return "device lacks 16x16x16 f16 NV cooperative matrices (or 16-bit storage, or subgroup size 32)";
+    if (!c.warps || !c.warps_m || c.warps % c.warps_m) return "warps " + n(c.warps) + " not a multiple of warps_m " + n(c.warps_m);
+    const std::uint32_t wn = c.warps / c.warps_m;
+    if (c.bk % 16 || c.bm % (16 * c.warps_m) || c.bn % (16 * wn))
+      return "tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + " is not a multiple of the 16x16x16 fragments of a " +
+             n(c.warps_m) + "x" + n(wn) + " subgroup grid";
+  } else {
+    if (!c.tm || !c.tn || c.bm % c.tm || c.bn % c.tn)
+      return "tile " + n(c.bm) + "x" + n(c.bn) + " is not a multiple of the thread tile " + n(c.tm) + "x" + n(c.tn);
+    if (c.kernel == gemm_kernel::tiled && (c.tm % 4 || c.tn % 4 || c.bk % 4))
+      return "tiled kernel needs thread tile and K step multiples of 4";
+  }
+  if (c.wg() == 0 || c.wg() > d.max_workgroup_invocations)
+    return "workgroup of " + n(c.wg()) + " invocations; device allows " + n(d.max_workgroup_invocations);
+  if (gemm_shared_bytes(c) > d.max_shared_memory)
+    return "needs " + std::to_string(gemm_shared_bytes(c)) + " bytes of shared memory; device allows " +
+           n(d.max_shared_memory);
+  return {};
+}
+
+/// The untuned choice for an m×n×k gemm. Thresholds: 128×64 tiles (tiled) or
+/// 128×128 (coopmat) once there are >= 256 of them (two per H100
+/// multiprocessor, 132 of them), else 64×64 so that the grid still fills the
+/// device. The tiled kernel's 8×8 thread tile is not used: on the H100
+/// (driver 580.159) it ran at 2 TFLOP/s at 4096³ against 28.9 for 8×4, its
+/// 64 accumulators apparently spilled, and its pipeline took tens of seconds
+/// to build (docs/bench/h100-2026-11-22-vulkan-gpu-targets*).
+inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
+                                       bool allow_coopmat = true) {
+  auto tiles = [&](std::uint64_t bm, std::uint64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
+  gemm_config c;
+  if (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d)) {
+    c.kernel = gemm_kernel::coopmat_f16;
+    c.bk = 32;
+    if (tiles(128, 128) >= 256) c.bm = 128, c.bn = 128, c.warps = 8, c.warps_m = 2;
+    else c.bm = 64, c.bn = 64, c.warps = 4, c.warps_m = 2;
+  } else {
+    c.kernel = gemm_kernel::tiled;
+    if (tiles(128, 64) >= 256) c.bm = 128, c.bn = 64, c.bk = 8, c.tm = 8, c.tn = 4;
+    else c.bm = 64, c.bn = 64, c.bk = 8, c.tm = 4, c.tn = 4;
+  }
+  if (!gemm_config_check(d, dt, c).empty()) c = gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
+  return c;
+}
+
+/// Candidate configs for the tuner: every combination below that the device
+/// runs (no 8×8 thread tiles: see gemm_default_config).
+inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
+  std::vector<gemm_config> out;
+  for (std::uint32_t g : {0u, 8u}) {
+    for (auto [bm, bn, tm, tn] : std::initializer_list<std::array<std::uint32_t, 4>>{
+             {128, 64, 8, 4}, {64, 128, 4, 8}, {64, 64, 4, 4}, {128, 128, 8, 4}, {128, 128, 4, 8}})
+      for (std::uint32_t bk : {8u, 16u}) {
+        gemm_config c{gemm_kernel::tiled, bm, bn, bk, tm, tn, 8, 2, g};
+        if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
+      }
+    for (auto [bm, bn, w, wm] : std::initializer_list<std::array<std::uint32_t, 4>>{
+             {128, 128, 8, 2}, {128, 128, 4, 2}, {128, 64, 4, 2}, {64, 128, 4, 2}, {64, 64, 4, 2}, {128, 256, 8, 2}})
+      for (std::uint32_t bk : {16u, 32u}) {
+        gemm_config c{gemm_kernel::coopmat_f16, bm, bn, bk, 0, 0, w, wm, g};
+        if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
+      }
+  }
+  return out;
+}
 
 namespace detail {
 
@@ -97,21 +228,58 @@ struct conv_push {
 
 }  // namespace detail
 
-/// C = act(alpha·A·B + beta·C + bias): dense row-major A [m,k], B [k,n], C [m,n].
-inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, index_t n, index_t k, float alpha,
+/// C = act(alpha·A·B + beta·C + bias): dense row-major A [m,k], B [k,n], C [m,n],
+/// with the kernel and tiling of `cfg` (see gemm_config).
+inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, index_t n, index_t k, float alpha,
                         float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
                         buffer_ref c) {
   using namespace detail;
   context& ctx = s.ctx();
-  check_tiling(ctx, t, "gemm");
-  const auto v = make_variant("gemm", shaders::gemm, dt,
-                              {{"KF_CONV", "0"}, {"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}});
-  const auto& p = ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {t.wg(), t.bm, t.bn, t.bk, t.tm, t.tn});
+  if (const std::string why = gemm_config_check(ctx.info(), dt, cfg); !why.empty())
+    throw unsupported_error("kforge::vulkan: gemm config '" + cfg.str() + "' on device '" + ctx.info().name +
+                            "': " + why);
   const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), alpha, beta, slope};
-  const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + t.bn - 1) / t.bn),
-                                       static_cast<std::uint32_t>((pc.m + t.bm - 1) / t.bm), 1};
-  s.dispatch(p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g,
-             "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k));
+  u32(m * k, "A elements"), u32(k * n, "B elements"), u32(m * n, "C elements");
+  std::vector<std::pair<std::string, std::string>> defs{{"KF_BIAS", bias ? "1" : "0"},
+                                                        {"KF_ACT", str(static_cast<int>(act))}};
+  std::vector<std::uint32_t> spec;
+  const pipeline* p = nullptr;
+  const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  if (cfg.kernel == gemm_kernel::generic) {
+    defs.insert(defs.begin(), {"KF_CONV", "0"});
+    p = &ctx.get_pipeline(make_variant("gemm", shaders::gemm, dt, defs), {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
+                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
+  } else if (cfg.kernel == gemm_kernel::tiled) {
+    defs.push_back({"KF_VEC", (k % 4 == 0 && n % 4 == 0) ? "1" : "0"});
+    p = &ctx.get_pipeline(make_variant("gemm_tiled", shaders::gemm_tiled, dt, defs),
+                          {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
+                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
+  } else {
+    defs.push_back({"KF_VEC", (k % 8 == 0 && n % 8 == 0) ? "1" : "0"});
+    defs.push_back({"KF_COOPMAT", "1"});
+    p = &ctx.get_pipeline(make_variant("gemm_coopmat_f16", shaders::gemm_coopmat_f16, dt, defs),
+                          {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
+                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
+  }
+  const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),
+                                       static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), 1};
+  if (g[0] > 65535 || g[1] > 65535)
+    throw unsupported_error("kforge::vulkan: " + label + " needs a " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
+                            " grid of workgroups; at most 65535 per axis");
+  s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g, label);
+}
+
+/// The same with the tile knobs of policy::vulkan (tile, thread_tile): the
+/// tiled kernel where the thread tile allows it (multiples of 4), else generic.
+inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, index_t n, index_t k, float alpha,
+                        float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
+                        buffer_ref c) {
+  gemm_config cfg{gemm_kernel::tiled, t.bm, t.bn, t.bk, t.tm, t.tn, 8, 2, 8};
+  if (!gemm_config_check(s.ctx().info(), dt, cfg).empty()) {
+    detail::check_tiling(s.ctx(), t, "gemm");
+    cfg.kernel = gemm_kernel::generic;
+  }
+  record_gemm(s, dt, cfg, m, n, k, alpha, beta, act, slope, a, b, bias, c);
 }
 
 /// conv2d as implicit GEMM on dense NCHW x, [K, C/G, R, S] w, NKPQ y.
@@ -138,14 +306,35 @@ inline void record_unary(stream& s, dtype dt, std::uint32_t wg, fn f, float slop
                          buffer_ref y) {
   using namespace detail;
   check_wg(s.ctx(), wg, "unary");
-  const auto v = make_variant("unary", shaders::unary, dt, {{"KF_FN", str(static_cast<int>(f))}});
+  const bool vec = n % 4 == 0;
+  const auto v = make_variant("unary", shaders::unary, dt, {{"KF_FN", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
   const auto& p = s.ctx().get_pipeline(v, {2, 8, {0}}, {wg});
   struct {
     std::uint32_t n;
     float slope;
-  } pc{u32(n, "elements"), slope};
-  s.dispatch(p, {{x}, {y, true}}, &pc, sizeof pc, grid(std::min<std::uint64_t>((pc.n + wg - 1) / wg, 65535ull * 64)),
+  } pc{u32(vec ? n / 4 : n, "elements"), slope};
+  const std::uint64_t per_group = vec ? 4ull * wg : wg;
+  s.dispatch(p, {{x}, {y, true}}, &pc, sizeof pc, grid(std::min<std::uint64_t>((pc.n + per_group - 1) / per_group, 65535ull * 64)),
              std::string(to_string(f)));
+}
+
+/// Device-to-device copy of `bytes` bytes: a compute shader moving 16-byte
+/// vectors where sizes and offsets allow (it reached 2.5-3x vkCmdCopyBuffer's
+/// bandwidth on the H100, docs/bench), else vkCmdCopyBuffer.
+inline void record_copy(stream& s, buffer_ref src, buffer_ref dst, std::uint64_t bytes, std::uint32_t wg = 256) {
+  using namespace detail;
+  if (bytes % 16 || src.offset % 16 || dst.offset % 16 || bytes / 16 > 0xffffffffull) {
+    s.copy(src, dst, bytes);
+    return;
+  }
+  if (!bytes) return;
+  check_wg(s.ctx(), wg, "copy");
+  const auto v = make_variant("copy_vec4", shaders::copy_vec4, dtype::f32, {});
+  const auto& p = s.ctx().get_pipeline(v, {2, 4, {0}}, {wg});
+  const std::uint32_t n = static_cast<std::uint32_t>(bytes / 16);
+  s.dispatch(p, {{buffer_ref{src.buffer, src.offset, bytes}}, {buffer_ref{dst.buffer, dst.offset, bytes}, true}}, &n, 4,
+             grid(std::min<std::uint64_t>((n + 4ull * wg - 1) / (4ull * wg), 65535ull * 64)),
+             "copy " + std::to_string(bytes) + " B");
 }
 
 /// c = a∘b over `dims` (rank <= 6); sa/sb: element strides of a and b (0 where broadcast).
@@ -153,7 +342,15 @@ inline void record_binary(stream& s, dtype dt, std::uint32_t wg, binop f, const 
                           const shape& sb, buffer_ref a, buffer_ref b, buffer_ref c) {
   using namespace detail;
   check_wg(s.ctx(), wg, "binary");
-  const auto v = make_variant("binary", shaders::binary, dt, {{"KF_OP", str(static_cast<int>(f))}});
+  // Vector path: n % 4 == 0 and both operands dense with the output's layout.
+  bool vec = dims.numel() % 4 == 0;
+  index_t st = 1;
+  for (int i = dims.rank() - 1; i >= 0; --i) {
+    const index_t want = dims[i] == 1 ? 0 : st;
+    if (sa[i] != want || sb[i] != want) vec = false;
+    st *= dims[i];
+  }
+  const auto v = make_variant("binary", shaders::binary, dt, {{"KF_OP", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
   const auto& p = s.ctx().get_pipeline(v, {3, 80, {0}}, {wg});
   struct {
     std::uint32_t n, rank, dims[6], sa[6], sb[6];
@@ -165,7 +362,9 @@ inline void record_binary(stream& s, dtype dt, std::uint32_t wg, binop f, const 
     pc.sa[i] = u32(sa[i], "stride");
     pc.sb[i] = u32(sb[i], "stride");
   }
-  s.dispatch(p, {{a}, {b}, {c, true}}, &pc, sizeof pc, grid(std::min<std::uint64_t>((pc.n + wg - 1) / wg, 65535ull * 64)),
+  if (vec) pc.n /= 4;
+  const std::uint64_t per_group = vec ? 4ull * wg : wg;
+  s.dispatch(p, {{a}, {b}, {c, true}}, &pc, sizeof pc, grid(std::min<std::uint64_t>((pc.n + per_group - 1) / per_group, 65535ull * 64)),
              std::string(to_string(f)));
 }
 
@@ -184,11 +383,27 @@ inline void record_reduce(stream& s, dtype dt, std::uint32_t wg, reduce_fn f, in
              "reduce_" + std::string(to_string(f)));
 }
 
+namespace detail {
+/// Four-vectors per invocation for the register-resident row kernels: the
+/// power of two that holds a row of `cols`, or 0 when the row kernels that
+/// read twice must be used (cols % 4 != 0, or more than 16 per invocation:
+/// 64 floats of registers).
+inline std::uint32_t row_regs(index_t cols, std::uint32_t wg) {
+  if (cols % 4) return 0;
+  const std::uint64_t need = (static_cast<std::uint64_t>(cols) / 4 + wg - 1) / wg;
+  std::uint32_t r = 1;
+  while (r < need) r *= 2;
+  return r <= 16 ? r : 0;
+}
+}  // namespace detail
+
 inline void record_softmax(stream& s, dtype dt, std::uint32_t wg, index_t rows, index_t cols, buffer_ref x,
                            buffer_ref y) {
   using namespace detail;
   check_wg(s.ctx(), wg, "softmax");
-  const auto v = make_variant("softmax_online", shaders::softmax, dt, {});
+  const std::uint32_t r = row_regs(cols, wg);
+  const auto v = r ? make_variant("softmax_rowreg", shaders::softmax_rowreg, dt, {{"KF_R", str(static_cast<int>(r))}})
+                   : make_variant("softmax_online", shaders::softmax, dt, {});
   const auto& p = s.ctx().get_pipeline(v, {2, 8, {0}}, {wg});
   struct {
     std::uint32_t rows, cols;
@@ -202,7 +417,11 @@ inline void record_norm(stream& s, dtype dt, std::uint32_t wg, index_t rows, ind
                         buffer_ref gamma, const buffer_ref* beta, buffer_ref y) {
   using namespace detail;
   check_wg(s.ctx(), wg, "norm");
-  const auto v = make_variant(beta ? "layer_norm" : "rms_norm", shaders::norm, dt, {{"KF_RMS", beta ? "0" : "1"}});
+  const std::uint32_t r = row_regs(cols, wg);
+  const std::string name = beta ? "layer_norm" : "rms_norm";
+  const auto v = r ? make_variant(name + "_rowreg", shaders::norm_rowreg, dt,
+                                  {{"KF_RMS", beta ? "0" : "1"}, {"KF_R", str(static_cast<int>(r))}})
+                   : make_variant(name, shaders::norm, dt, {{"KF_RMS", beta ? "0" : "1"}});
   const auto& p = s.ctx().get_pipeline(v, {4, 12, {0}}, {wg});
   struct {
     std::uint32_t rows, cols;
@@ -210,7 +429,7 @@ inline void record_norm(stream& s, dtype dt, std::uint32_t wg, index_t rows, ind
   } pc{u32(rows, "rows"), u32(cols, "cols"), eps};
   u32(rows * cols, "elements");
   s.dispatch(p, {{x}, {gamma}, {beta ? *beta : gamma}, {y, true}}, &pc, sizeof pc,
-             grid(static_cast<std::uint64_t>(cols ? rows : 0)), beta ? "layer_norm" : "rms_norm");
+             grid(static_cast<std::uint64_t>(cols ? rows : 0)), name);
 }
 
 /// Flash-style attention on dense [B·H, S, D] q, [B·H, L, D] k, [B·H, L, Dv] v.

@@ -39,6 +39,18 @@ inline constexpr bool is_device_tensor_v = false;
 template <class T>
 inline constexpr bool is_device_tensor_v<device_tensor<T>> = true;
 
+namespace detail {
+/// Default of the coopmat knob: use cooperative matrices where the device has them.
+struct coopmat_auto {
+  using key = policy::coopmat_key;
+  static constexpr int mode = -1;
+};
+template <class C>
+inline constexpr int coopmat_mode_of = C::value ? 1 : 0;
+template <>
+inline constexpr int coopmat_mode_of<coopmat_auto> = -1;
+}  // namespace detail
+
 /// The compile-time knobs of policy::vulkan<K...> as run-time tiling.
 template <class... K>
 struct knobs {
@@ -49,6 +61,30 @@ struct knobs {
                 "kforge::policy::vulkan: tile<M,N,K> must be a multiple of thread_tile<M,N>");
   static_assert(wg::y == 1, "kforge::policy::vulkan: wg<X, Y>: the kernels are 1-D, Y must be 1");
   static constexpr gemm_tiling tiling{tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n};
+  /// A tile or thread_tile knob fixes the gemm tiling; without one the gemm
+  /// picks gemm_default_config() for its shape.
+  static constexpr bool gemm_tile_given = policy::detail::count_knob<policy::tile_key, K...> +
+                                              policy::detail::count_knob<policy::thread_tile_key, K...> > 0;
+  using coopmat = policy::knob_t<policy::coopmat_key, detail::coopmat_auto, K...>;
+  /// -1: automatic (f16 data on a device with NV cooperative matrices), 0: never, 1: required.
+  static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
+
+  /// The gemm config for an m×n problem of element type dt on device d.
+  static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n) {
+    if (coopmat_mode == 1 && (dt != dtype::f16 || !coopmat_f16_available(d)))
+      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
+                              std::string(dt != dtype::f16 ? "the data is not f16"
+                                                           : "device '" + d.name + "' has no 16x16x16 f16 NV cooperative matrices"));
+    if (coopmat_mode != 0 && dt == dtype::f16 && coopmat_f16_available(d)) {
+      gemm_config c = gemm_default_config(d, dt, m, n, true), t = c;
+      if (gemm_tile_given) t.bm = tile::m, t.bn = tile::n, t.bk = tile::k;
+      return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
+    }
+    if (!gemm_tile_given) return gemm_default_config(d, dt, m, n, false);
+    gemm_config c{gemm_kernel::tiled, tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n, 8, 2, 8};
+    if (!gemm_config_check(d, dt, c).empty()) c.kernel = gemm_kernel::generic;
+    return c;
+  }
   /// Workgroup size of the element-wise, reduction, row and attention kernels.
   static constexpr std::uint32_t row_wg = wg::x;
 };
@@ -205,9 +241,13 @@ struct impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>
       out = &o.host->out(g.c, op.beta != 0.0f);
       c = out->ref();
     }
-    if (g.m && g.n)
-      vulkan::record_gemm(o.s(), dtype_of<D>(), K::tiling, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
+    if (g.m && g.n) {
+      const auto cfg = K::gemm(o.s().ctx().info(), dtype_of<D>(), static_cast<std::uint64_t>(g.m),
+                               static_cast<std::uint64_t>(g.n));
+      if (cfg.kernel == vulkan::gemm_kernel::generic) vulkan::detail::check_tiling(o.s().ctx(), K::tiling, "gemm");
+      vulkan::record_gemm(o.s(), dtype_of<D>(), cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
                           op.epilogue.slope, a, b, E::has_bias ? &bias : nullptr, c);
+    }
     if (out) o.host->finish(*out, g.c);
   }
 };

@@ -4,7 +4,8 @@
 // same way, NaN-propagating max/min, and workgroup reductions built from
 // subgroup operations plus one shared slot per subgroup.
 //
-// Defines set by the host: KF_F16 (0/1), and per kernel its own.
+// Defines set by the host: KF_F16 (0/1), KF_COOPMAT (defined: the NV
+// cooperative-matrix extensions), and per kernel its own.
 #pragma once
 
 namespace kforge::vulkan::shaders {
@@ -14,11 +15,22 @@ inline constexpr const char* common = R"glsl(
 #extension GL_KHR_shader_subgroup_basic : require
 #extension GL_KHR_shader_subgroup_arithmetic : require
 #extension GL_KHR_shader_subgroup_vote : require
+#extension GL_EXT_control_flow_attributes : require
+#if defined(KF_COOPMAT)
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#endif
 #if KF_F16
 #extension GL_EXT_shader_16bit_storage : require
 #define T float16_t
 #else
 #define T float
+#endif
+#if KF_F16
+#define T4 f16vec4
+#else
+#define T4 vec4
 #endif
 
 layout(local_size_x_id = 0) in;
@@ -28,6 +40,18 @@ const float KF_NAN = 0.0 / 0.0;
 
 // Flat workgroup index over a 2-D grid (x is capped at 65535 groups).
 uint kf_group_id() { return gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x; }
+
+// Output tile (row, col) of a gemm workgroup. group_m == 0: row-major over the
+// grid. group_m > 0: grouped order (column-major inside bands of group_m tile
+// rows), so the workgroups in flight share A rows and B columns in L2.
+uvec2 kf_tile_of_group(uint group_m) {
+  uint nx = gl_NumWorkGroups.x, ny = gl_NumWorkGroups.y;
+  uint id = gl_WorkGroupID.y * nx + gl_WorkGroupID.x;
+  if (group_m == 0u) return uvec2(gl_WorkGroupID.y, gl_WorkGroupID.x);
+  uint width = group_m * nx, band = id / width, first = band * group_m;
+  uint rows = min(ny - first, group_m), r = id % width;
+  return uvec2(first + r % rows, r / rows);
+}
 
 // tanh as in Cephes tanhf: a polynomial near 0 (no cancellation), and
 // 1 - 2/(exp(2|x|)+1) elsewhere (finite for any |x|, NaN passes through).

@@ -3,7 +3,11 @@
 //
 // Tiling: one element per invocation, grid-stride loop over a 2-D grid of
 // workgroups (so any element count fits the 65535-group limit). Bounds: the
-// loop stops at n. Binary broadcasting: the output index is decomposed over
+// loop stops at n. Vector variants (KF_VEC = 1, chosen by the host when n % 4
+// == 0 and, for binary, neither operand broadcasts): each invocation moves 4
+// four-element vectors (16 bytes each for f32) at stride WG, so a warp's
+// accesses stay contiguous and four loads are in flight before the first use;
+// n counts vectors there. Binary broadcasting: the output index is decomposed over
 // up to 6 output dims and re-composed with each operand's strides, which are
 // 0 along broadcast dims (operands are dense row-major on the device).
 #pragma once
@@ -11,6 +15,24 @@
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* unary = R"glsl(
+#if KF_VEC
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T4 x_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { T4 y_[]; };
+layout(push_constant) uniform Push { uint n; float slope; } pc;
+void main() {
+  uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * 4;
+  for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
+    vec4 v[4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) v[u] = vec4(x_[i0 + u * WG]);
+    [[unroll]] for (uint u = 0; u < 4; ++u)
+      if (i0 + u * WG < pc.n) {
+        vec4 r;
+        [[unroll]] for (uint e = 0; e < 4; ++e) r[e] = kf_apply(KF_FN, v[u][e], pc.slope);
+        y_[i0 + u * WG] = T4(r);
+      }
+  }
+}
+#else
 layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer BufY { T y_[]; };
 layout(push_constant) uniform Push { uint n; float slope; } pc;
@@ -19,12 +41,34 @@ void main() {
   for (uint i = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < pc.n; i += stride)
     y_[i] = T(kf_apply(KF_FN, float(x_[i]), pc.slope));
 }
+#endif
+)glsl";
+
+// Device copy of n 16-byte vectors, 4 per invocation at stride WG.
+inline constexpr const char* copy_vec4 = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { uvec4 x_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { uvec4 y_[]; };
+layout(push_constant) uniform Push { uint n; } pc;
+void main() {
+  uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * 4;
+  for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
+    uvec4 v[4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) v[u] = x_[i0 + u * WG];
+    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) y_[i0 + u * WG] = v[u];
+  }
+}
 )glsl";
 
 inline constexpr const char* binary = R"glsl(
+#if KF_VEC
+layout(std430, set = 0, binding = 0) readonly buffer BufA { T4 a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T4 b_[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer BufC { T4 c_[]; };
+#else
 layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { T c_[]; };
+#endif
 layout(push_constant) uniform Push { uint n, rank; uint dims[6]; uint sa[6]; uint sb[6]; } pc;
 float op(float a, float b) {
   if (KF_OP == 0) return a + b;
@@ -34,6 +78,22 @@ float op(float a, float b) {
   if (KF_OP == 4) return kf_nan_max(a, b);
   return kf_nan_min(a, b);
 }
+#if KF_VEC
+void main() {  // no broadcasting: a, b, c share one dense layout
+  uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * 4;
+  for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
+    vec4 va[4], vb[4];
+    [[unroll]] for (uint u = 0; u < 4; ++u)
+      if (i0 + u * WG < pc.n) va[u] = vec4(a_[i0 + u * WG]), vb[u] = vec4(b_[i0 + u * WG]);
+    [[unroll]] for (uint u = 0; u < 4; ++u)
+      if (i0 + u * WG < pc.n) {
+        vec4 r;
+        [[unroll]] for (uint e = 0; e < 4; ++e) r[e] = op(va[u][e], vb[u][e]);
+        c_[i0 + u * WG] = T4(r);
+      }
+  }
+}
+#else
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
   for (uint i = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < pc.n; i += stride) {
@@ -47,6 +107,7 @@ void main() {
     c_[i] = T(op(float(a_[ia]), float(b_[ib])));
   }
 }
+#endif
 )glsl";
 
 // Loops until x[1] becomes non-zero, which nothing ever does (the host

@@ -11,9 +11,89 @@
 // that is all -Inf, makes the whole row NaN.
 // norms: mean first, then the mean of squared deviations (two passes, as the
 // reference computes it), then the output; rms_norm (KF_RMS) skips the mean.
+//
+// softmax_rowreg / norm_rowreg (chosen by the host when cols % 4 == 0 and a
+// row fits KF_R four-vectors per invocation, KF_R <= 16): the row is read from
+// memory once into registers (vec4 loads, invocation t holding vectors t,
+// t+WG, …), statistics are computed from the registers, and the output is
+// written from them: one read and one write per element. Same formulas and
+// NaN rules as above (softmax: NaN counts as +Inf in the max, so one max and
+// one sum reduction suffice; norms: mean, then mean of squared deviations).
 #pragma once
 
 namespace kforge::vulkan::shaders {
+
+inline constexpr const char* softmax_rowreg = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T4 x_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { T4 y_[]; };
+layout(push_constant) uniform Push { uint rows, cols; } pc;
+void main() {
+  uint row = kf_group_id();
+  if (row >= pc.rows) return;  // uniform per workgroup
+  uint nv = pc.cols / 4, base = row * nv, t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+  vec4 v[KF_R];
+  float m = -KF_INF;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = t + r * WG;
+    v[r] = j < nv ? vec4(x_[base + j]) : vec4(-KF_INF);
+    [[unroll]] for (uint e = 0; e < 4; ++e) m = isnan(v[r][e]) ? KF_INF : max(m, v[r][e]);
+  }
+  float M = kf_wg_max(m);
+  bool bad = isinf(M);  // NaN or +Inf somewhere, or every element -Inf
+  float s = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    v[r] = exp(v[r] - M);
+    s += (v[r].x + v[r].y) + (v[r].z + v[r].w);
+  }
+  float inv = 1.0 / kf_wg_sum(s);
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = t + r * WG;
+    if (j < nv) y_[base + j] = T4(bad ? vec4(KF_NAN) : v[r] * inv);
+  }
+}
+)glsl";
+
+inline constexpr const char* norm_rowreg = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T4 x_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufG { T4 gamma_[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufB { T4 beta_[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { T4 y_[]; };
+layout(push_constant) uniform Push { uint rows, cols; float eps; } pc;
+void main() {
+  uint row = kf_group_id();
+  if (row >= pc.rows) return;  // uniform per workgroup
+  uint nv = pc.cols / 4, base = row * nv, t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+  float n = float(pc.cols);
+  vec4 v[KF_R];
+  float s = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = t + r * WG;
+    v[r] = j < nv ? vec4(x_[base + j]) : vec4(0.0);
+    s += (v[r].x + v[r].y) + (v[r].z + v[r].w);
+  }
+  float mean = 0.0;
+#if !KF_RMS
+  mean = kf_wg_sum(s) / n;
+#endif
+  float q = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = t + r * WG;
+    vec4 d = j < nv ? v[r] - mean : vec4(0.0);
+    q += dot(d, d);
+  }
+  float inv = 1.0 / sqrt(kf_wg_sum(q) / n + pc.eps);
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = t + r * WG;
+    if (j < nv) {
+      vec4 o = (v[r] - mean) * inv * vec4(gamma_[j]);
+#if !KF_RMS
+      o += vec4(beta_[j]);
+#endif
+      y_[base + j] = T4(o);
+    }
+  }
+}
+)glsl";
 
 inline constexpr const char* softmax = R"glsl(
 layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };

@@ -1,0 +1,148 @@
+// kforge/vulkan/shaders/gemm_tiled.hpp — register-blocked GEMM with vector
+// loads and double-buffered shared memory (f32 arithmetic, f32 or f16
+// storage), with gemm's fused epilogue.
+//
+// Tiling: a workgroup computes a BM×BN tile of C, stepping K by BK. Each
+// invocation owns TM×TN outputs as (TM/4)×(TN/4) blocks of 4×4 contiguous
+// elements (rows tr·4 + g·BM/(TM/4), columns tc·4 + g·BN/(TN/4)), so every
+// shared-memory read in the inner loop is one 16-byte vec4: per k step an
+// invocation reads TM/4 + TN/4 vec4 and does TM·TN FMAs. A is stored k-major
+// (transposed on the way in), B as is; rows are padded by 4 floats, which
+// keeps vec4 alignment and makes the transposed A stores conflict-free
+// (two k rows land 16 banks apart). Two shared buffers (ping-pong) and a
+// register prefetch of the next K tile: the global loads of tile k+1 are in
+// flight while tile k is multiplied, and one barrier per K tile suffices
+// (a buffer is rewritten only after the barrier that ends its last read).
+// Workgroup order: kf_tile_of_group(GROUP_M). BM, BN, BK, TM, TN, GROUP_M are
+// specialization constants 1..6; workgroup size = (BM/TM)·(BN/TN) (constant 0).
+//
+// Bounds: KF_VEC = 1 reads A and B as 4-vectors and needs K % 4 == 0 and
+// N % 4 == 0 (the host picks KF_VEC = 0 otherwise, which reads scalars); a
+// vector or scalar outside [M,K] / [K,N] loads 0; stores outside [M,N] are
+// skipped. So any M, N, K (including 0) is handled without padding.
+//
+// Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
+// C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
+#pragma once
+
+namespace kforge::vulkan::shaders {
+
+inline constexpr const char* gemm_tiled = R"glsl(
+layout(constant_id = 1) const uint BM = 128;
+layout(constant_id = 2) const uint BN = 128;
+layout(constant_id = 3) const uint BK = 8;
+layout(constant_id = 4) const uint TM = 8;
+layout(constant_id = 5) const uint TN = 8;
+layout(constant_id = 6) const uint GROUP_M = 8;
+
+#if KF_VEC
+layout(std430, set = 0, binding = 0) readonly buffer BufA { T4 a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T4 b_[]; };
+#else
+layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
+layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
+layout(push_constant) uniform Push { uint M, N, K; float alpha, beta, slope; } pc;
+
+const uint WG = (BM / TM) * (BN / TN);
+const uint SA = (BM + 4) / 4, SB = (BN + 4) / 4;  // padded row strides in vec4
+const uint NA = (BM * BK / 4 + WG - 1) / WG;     // A vec4 loads per invocation
+const uint NB = (BK * BN / 4 + WG - 1) / WG;     // B vec4 loads per invocation
+shared vec4 As[2 * BK * SA];
+shared vec4 Bs[2 * BK * SB];
+
+// A[gm, gk..gk+3] and B[gk, gn..gn+3], zero outside the matrices.
+vec4 load_a(uint gm, uint gk) {
+#if KF_VEC
+  return (gm < pc.M && gk < pc.K) ? vec4(a_[(gm * pc.K + gk) / 4]) : vec4(0.0);
+#else
+  vec4 v = vec4(0.0);
+  if (gm < pc.M)
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gk + j < pc.K) v[j] = float(a_[gm * pc.K + gk + j]);
+  return v;
+#endif
+}
+vec4 load_b(uint gk, uint gn) {
+#if KF_VEC
+  return (gk < pc.K && gn < pc.N) ? vec4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
+#else
+  vec4 v = vec4(0.0);
+  if (gk < pc.K)
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gn + j < pc.N) v[j] = float(b_[gk * pc.N + gn + j]);
+  return v;
+#endif
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint CS = BN / TN, tr = t / CS, tc = t % CS;
+  const uint GM = TM / 4, GN = TN / 4, RS = BM / GM, CSTR = BN / GN;
+  const uvec2 tile = kf_tile_of_group(GROUP_M);
+  const uint m0 = tile.x * BM, n0 = tile.y * BN;
+  float acc[TM * TN];
+  [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+  vec4 ra[NA], rb[NB];
+
+  // Global -> registers for K tile starting at k0.
+  #define FETCH(k0)                                                                  \
+    [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
+      uint i = t + l * WG, r = i / (BK / 4), kv = i % (BK / 4);                      \
+      ra[l] = i < BM * BK / 4 ? load_a(m0 + r, (k0) + kv * 4) : vec4(0.0);           \
+    }                                                                                \
+    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
+      uint i = t + l * WG, r = i / (BN / 4), cv = i % (BN / 4);                      \
+      rb[l] = i < BK * BN / 4 ? load_b((k0) + r, n0 + cv * 4) : vec4(0.0);           \
+    }
+  // Registers -> shared buffer `buf` (A transposed to k-major).
+  #define STORE(buf)                                                                 \
+    [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
+      uint i = t + l * WG, r = i / (BK / 4), kv = i % (BK / 4);                      \
+      if (i < BM * BK / 4)                                                           \
+        [[unroll]] for (uint j = 0; j < 4; ++j) As[((buf) * BK + kv * 4 + j) * SA + r / 4][r % 4] = ra[l][j]; \
+    }                                                                                \
+    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
+      uint i = t + l * WG, r = i / (BN / 4), cv = i % (BN / 4);                      \
+      if (i < BK * BN / 4) Bs[((buf) * BK + r) * SB + cv] = rb[l];                   \
+    }
+
+  const uint tiles = (pc.K + BK - 1) / BK;
+  FETCH(0u)
+  STORE(0u)
+  barrier();
+  for (uint kt = 0; kt < tiles; ++kt) {
+    const uint buf = kt & 1u;
+    const bool more = kt + 1 < tiles;
+    if (more) { FETCH((kt + 1) * BK) }
+    [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
+      vec4 av[GM], bv[GN];
+      [[unroll]] for (uint g = 0; g < GM; ++g) av[g] = As[(buf * BK + kk) * SA + (g * RS) / 4 + tr];
+      [[unroll]] for (uint g = 0; g < GN; ++g) bv[g] = Bs[(buf * BK + kk) * SB + (g * CSTR) / 4 + tc];
+      [[unroll]] for (uint i = 0; i < TM; ++i)
+        [[unroll]] for (uint j = 0; j < TN; ++j)
+          acc[i * TN + j] = fma(av[i / 4][i % 4], bv[j / 4][j % 4], acc[i * TN + j]);
+    }
+    if (more) { STORE(buf ^ 1u) }
+    barrier();
+  }
+
+  [[unroll]] for (uint i = 0; i < TM; ++i) {
+    uint gm = m0 + (i / 4) * RS + tr * 4 + i % 4;
+    if (gm >= pc.M) continue;
+    [[unroll]] for (uint j = 0; j < TN; ++j) {
+      uint gn = n0 + (j / 4) * CSTR + tc * 4 + j % 4;
+      if (gn >= pc.N) continue;
+      uint idx = gm * pc.N + gn;
+      float v = acc[i * TN + j] * pc.alpha;
+      if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+#if KF_BIAS
+      v += float(bias_[gn]);
+#endif
+      c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+    }
+  }
+}
+)glsl";
+
+}  // namespace kforge::vulkan::shaders
