@@ -55,6 +55,7 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
                         const std::vector<std::string>& flags);
 int cmd_mutate(const std::map<std::string, std::string>& values, const std::vector<std::string>& flags);
 int cmd_worker(const std::map<std::string, std::string>& values);
+int gen_records_list(const std::map<std::string, std::string>& values, const std::vector<std::string>& flags);
 }  // namespace kforge::tool
 #endif
 
@@ -127,7 +128,8 @@ std::map<std::string, std::string> command_help = {
                         "Providers: template (default; offline variants of kforge's kernels, some deliberately\n"
                         "wrong), replay (--replay FILE.jsonl), openai (any OpenAI-compatible server: --base-url,\n"
                         "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY). --export DIR writes the best\n"
-                        "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n") + op_help},
+                        "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n"
+                        "`kforge cache list --status c|r` lists the accepted (c) or rejected (r) records.\n") + op_help},
     {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
     {"devices", "usage: kforge devices [--json]\n\nLists the CPU (features, compiled micro-kernel, threads) and every Vulkan device\nwith the features kforge uses.\n"},
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
@@ -636,6 +638,8 @@ int main(int argc, char** argv) {
     if (a.command == "validate" && a.get("kernel")) return kf::tool::cmd_validate_kernel(problem_from(a), a.values, a.flags);
     if (a.command == "mutate") return kf::tool::cmd_mutate(a.values, a.flags);
     if (a.command == "worker") return kf::tool::cmd_worker(a.values);
+    // `kforge cache list --status c|r` lists generation records; the rest of `cache` is the tuner's.
+    if (a.command == "cache" && cache_sub == "list" && a.get("status")) return kf::tool::gen_records_list(a.values, a.flags);
 #endif
     if (a.command == "devices") return cmd_devices(a);
     if (a.command == "run") return cmd_run(a);

@@ -234,14 +234,21 @@ inline std::vector<std::filesystem::path> export_kernel(const std::string& glsl,
   });
   cross(".hlsl", [&] {
     // Shader model 6.0: kforge's kernels use subgroup (wave) operations.
+    // HLSL has no gl_NumWorkGroups: SPIRV-Cross declares a constant buffer
+    // (SPIRV_Cross_NumWorkgroups) the host must fill with the group counts.
     spirv_cross::CompilerHLSL c(spirv);
+    c.remap_num_workgroups_builtin();
     auto h = c.get_hlsl_options();
     h.shader_model = 60;
     c.set_hlsl_options(h);
     return c.compile();
   });
   cross(".metal", [&] {
+    // MSL 2.1: the first with the SIMD-group functions subgroup operations map to.
     spirv_cross::CompilerMSL c(spirv);
+    auto m = c.get_msl_options();
+    m.set_msl_version(2, 1);
+    c.set_msl_options(m);
     return c.compile();
   });
   return out;
