@@ -14,6 +14,7 @@
 #include <vector>
 
 #include <kforge/tune.hpp>
+#include <kforge/tune/vulkan_space.hpp>  // empty without KFORGE_HAS_VULKAN
 
 #include "registry.hpp"
 
@@ -44,12 +45,23 @@ double number(const std::map<std::string, std::string>& v, const std::string& k,
 }
 
 /// The candidates for a problem and a family: the compiled gemm space for
-/// gemm, the tool's registered policies for the other ops.
+/// gemm, the tool's registered policies for the other ops, the Vulkan
+/// device's gemm configs (tune/vulkan_space.hpp) for --policy vulkan.
 std::vector<tune::candidate> candidates_for(const problem& p, const std::string& family,
                                             const std::vector<policy_entry>& policies) {
-  if (family == "vulkan")
-    throw unsupported_error("the Vulkan search space is not available yet: policy::vulkan's knobs are "
-                                   "compile-time only (see docs/TUNING.md, Vulkan)");
+  if (family == "vulkan") {
+#if defined(KFORGE_HAS_VULKAN)
+    if (find_op(p.op).family != op_family::gemm)
+      throw unsupported_error("the Vulkan search space covers gemm only, not " + p.op);
+    auto out = tune::vulkan_gemm_candidates(vulkan::default_context(), p);
+    if (out.empty())
+      throw unsupported_error("no gemm tiling of the Vulkan space runs on '" + vulkan::default_context().info().name +
+                              "' for " + std::string(to_string(p.type)));
+    return out;
+#else
+    throw unsupported_error("kforge was built without Vulkan (kforge::vulkan): no Vulkan search space");
+#endif
+  }
   if (family != "cpu" && family != "blocked" && family != "threaded" && family != "eigen")
     throw usage("unknown --policy family '" + family + "' (cpu, blocked, threaded, eigen, vulkan)");
   std::vector<tune::candidate> out;
@@ -72,6 +84,15 @@ std::vector<tune::candidate> candidates_for(const problem& p, const std::string&
   }
   if (out.empty()) throw unsupported_error("no candidates of family '" + family + "' for " + p.op);
   return out;
+}
+
+/// Whose tuning it is: the Vulkan device for --policy vulkan, else this CPU.
+tune::device_identity identity_for(const std::string& family) {
+#if defined(KFORGE_HAS_VULKAN)
+  if (family == "vulkan") return tune::vulkan_identity(vulkan::default_context());
+#endif
+  (void)family;
+  return tune::cpu_identity();
 }
 
 }  // namespace
@@ -98,7 +119,8 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
     const std::vector<tune::candidate> cands = candidates_for(p, family, policies);
     tune::tuning_cache cache;
     cache.prepare();  // an unwritable cache is an environment problem, found before tuning
-    const tune::cache_key key = tune::key_for(p);
+    const tune::device_identity id = identity_for(family);
+    const tune::cache_key key = tune::key_for(p, id);
 
     const bool bar = !json && ::isatty(STDOUT_FILENO);
     if (!json)
@@ -118,7 +140,7 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
       };
     const tune::tune_result r = tune::tune(p, cands, o);
     if (bar) std::printf("\r%s\r", std::string(70, ' ').c_str());
-    const auto entry = tune::record(cache, p, cands, r, o);
+    const auto entry = tune::record(cache, p, cands, r, o, id);
 
     int ok_n = 0, invalid_n = 0, error_n = 0;
     for (const auto& t : r.trials) {

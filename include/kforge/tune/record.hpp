@@ -35,12 +35,13 @@ inline std::optional<cache_entry> record(tuning_cache& cache, const problem& p, 
   return e;
 }
 
-/// Tunes p over cands and records the outcome.
+/// Tunes p over cands and records the outcome under device id (the CPU by default).
 inline std::pair<tune_result, std::optional<cache_entry>> tune_and_record(tuning_cache& cache, const problem& p,
                                                                           const std::vector<candidate>& cands,
-                                                                          const tune_options& opt = {}) {
+                                                                          const tune_options& opt = {},
+                                                                          const device_identity& id = cpu_identity()) {
   tune_result r = tune(p, cands, opt);
-  auto e = record(cache, p, cands, r, opt);
+  auto e = record(cache, p, cands, r, opt, id);
   return {std::move(r), std::move(e)};
 }
 

@@ -16,10 +16,9 @@
 // Tuning runs the plain product (epilogue none): epilogues are applied in the
 // micro-kernel's write-back and do not change which blocking is fastest.
 //
-// The Vulkan space is not declared here yet: policy::vulkan's knobs
-// (tile, thread_tile, wg) are compile-time types, and a run-time gemm variant
-// with device timestamps is what the tuner needs from the Vulkan backend
-// (docs/TUNING.md, "Vulkan").
+// The Vulkan gemm space is a run-time list of tilings (policy::vulkan's knobs
+// are compile-time types): tune/vulkan_space.hpp, built where kforge::vulkan
+// is linked.
 #pragma once
 
 #include <functional>

@@ -1,0 +1,125 @@
+// kforge/tune/vulkan_space.hpp — the Vulkan gemm search space (only where
+// kforge::vulkan is linked, KFORGE_HAS_VULKAN; empty otherwise).
+//
+// policy::vulkan's tile knobs are compile-time types, so this space is a
+// run-time list instead of a policy_list: every config of
+// vulkan::valid_configs(ctx, dtype), i.e. the backend's gemm_configs (the
+// register-tiled kernel over five tile/thread-tile shapes × K step {8, 16} ×
+// grouped or row-major tile order, and for f16 where the device has NV
+// cooperative matrices the coopmat kernel over six tile/subgroup shapes × K
+// step {16, 32} × tile order) plus the generic kernel at 64×64×16 / 4×4. A
+// candidate's executor is vulkan::gemm_with_config on the context and its
+// device_seconds() the gemm dispatch's timestamp time. The default (where
+// descent starts) is what policy::vulkan<> runs untuned for the shape,
+// vulkan::gemm_default_config.
+//
+// The cache key's device is the Vulkan device (name, PCI vendor:device id),
+// its driver the driver's name, info and version: a tuning made on lavapipe
+// is never used for an NVIDIA GPU, nor one made under another driver.
+#pragma once
+
+#if defined(KFORGE_HAS_VULKAN)
+
+#include <cstdint>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/tune/space.hpp"
+#include "kforge/vulkan/tuning.hpp"
+
+namespace kforge::tune {
+
+/// The cache identity of a Vulkan device: "vulkan <name> [vendor:device]" and
+/// "<driver name> <driver info>, driverVersion 0x…".
+inline device_identity vulkan_identity(const vulkan::context& ctx) {
+  const auto& d = ctx.info();
+  char ids[48], ver[32];
+  std::snprintf(ids, sizeof ids, "[%04x:%04x]", d.vendor_id, d.device_id);
+  std::snprintf(ver, sizeof ver, "0x%08x", d.driver_version);
+  device_identity id;
+  id.device = "vulkan " + d.name + " " + ids;
+  id.driver = (d.driver_name.empty() ? std::string("unknown driver") : d.driver_name) +
+              (d.driver_info.empty() ? "" : " " + d.driver_info) + ", driverVersion " + ver;
+  return id;
+}
+
+namespace detail {
+/// Zeroes the knobs a kernel ignores, so that equal configs compare (and
+/// name) equal: warps for generic/tiled, thread tile for coopmat, the tile
+/// order for generic.
+inline vulkan::gemm_config normalised(vulkan::gemm_config c) {
+  if (c.kernel == vulkan::gemm_kernel::coopmat_f16) c.tm = c.tn = 0;
+  else c.warps = c.warps_m = 0;
+  if (c.kernel == vulkan::gemm_kernel::generic) c.group_m = 0;
+  return c;
+}
+}  // namespace detail
+
+/// "vulkan/tiled/128x64x8/8x4/g8", "vulkan/coopmat_f16/128x128x32/w8x2/g8",
+/// "vulkan/generic/64x64x16/4x4/g0": kernel, tile M×N×K, thread tile (or
+/// subgroups × subgroup rows), tile-order group.
+inline std::string vulkan_config_name(const vulkan::gemm_config& raw) {
+  const auto c = detail::normalised(raw);
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  std::string s = std::string("vulkan/") + vulkan::to_string(c.kernel) + "/" + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + "/";
+  s += c.kernel == vulkan::gemm_kernel::coopmat_f16 ? "w" + n(c.warps) + "x" + n(c.warps_m) : n(c.tm) + "x" + n(c.tn);
+  return s + "/g" + n(c.group_m);
+}
+
+/// The candidate that runs gemm with config cfg on ctx (cfg is not checked
+/// here: one the device refuses throws when run, and the tuner records it as
+/// an error).
+inline candidate vulkan_gemm_candidate(vulkan::context& ctx, const vulkan::gemm_config& cfg) {
+  const auto c = detail::normalised(cfg);
+  candidate out;
+  out.name = vulkan_config_name(c);
+  out.family = "vulkan";
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  out.cfg = {{"policy", "vulkan"}, {"kernel", vulkan::to_string(c.kernel)}, {"bm", n(c.bm)}, {"bn", n(c.bn)},
+             {"bk", n(c.bk)},      {"tm", n(c.tm)},  {"tn", n(c.tn)},       {"warps", n(c.warps)},
+             {"warps_m", n(c.warps_m)}, {"group_m", n(c.group_m)}};
+  vulkan::context* cp = &ctx;
+  out.run = [cp, c](const problem& p, std::vector<host_tensor>& ts) { vulkan::gemm_with_config(*cp, c, p, ts); };
+  out.device_seconds = [] { return vulkan::last_gemm_seconds(); };
+  return out;
+}
+
+/// The space for gemm problem p (its dtype; its M and N pick the default).
+inline std::vector<candidate> vulkan_gemm_candidates(vulkan::context& ctx, const problem& p) {
+  const dtype dev = p.type == dtype::bf16 ? dtype::f32 : p.type;
+  std::string dflt;
+  if (p.dims.rank() == 3 && p.type != dtype::f64)
+    dflt = vulkan_config_name(vulkan::gemm_default_config(ctx.info(), dev, static_cast<std::uint64_t>(p.dims[0]),
+                                                          static_cast<std::uint64_t>(p.dims[1])));
+  std::vector<candidate> out;
+  for (const auto& c : vulkan::valid_configs(ctx, p.type)) {
+    out.push_back(vulkan_gemm_candidate(ctx, c));
+    out.back().is_default = out.back().name == dflt;
+  }
+  return out;
+}
+
+/// The config a cached Vulkan entry names, or nullopt when it is not one of this space's.
+inline std::optional<vulkan::gemm_config> vulkan_config_of(const config& c) {
+  if (config_value(c, "policy") != "vulkan") return std::nullopt;
+  vulkan::gemm_config g;
+  const std::string k = config_value(c, "kernel");
+  if (k == "generic") g.kernel = vulkan::gemm_kernel::generic;
+  else if (k == "tiled") g.kernel = vulkan::gemm_kernel::tiled;
+  else if (k == "coopmat_f16") g.kernel = vulkan::gemm_kernel::coopmat_f16;
+  else return std::nullopt;
+  std::uint32_t* fields[] = {&g.bm, &g.bn, &g.bk, &g.tm, &g.tn, &g.warps, &g.warps_m, &g.group_m};
+  const char* keys[] = {"bm", "bn", "bk", "tm", "tn", "warps", "warps_m", "group_m"};
+  for (int i = 0; i < 8; ++i) {
+    const std::string v = config_value(c, keys[i]);
+    if (!is_integer_text(v) || v[0] == '-') return std::nullopt;
+    *fields[i] = static_cast<std::uint32_t>(std::stoul(v));
+  }
+  return g;
+}
+
+}  // namespace kforge::tune
+
+#endif  // KFORGE_HAS_VULKAN

@@ -1,0 +1,206 @@
+// kforge/vulkan/tuning.hpp — what the tuner needs from the Vulkan backend:
+// gemm with a kernel and tiling chosen at run time (policy::vulkan's tile
+// knobs are compile-time types), the GPU time of that gemm, and the configs
+// a device accepts. Include it on its own (it includes <kforge/vulkan.hpp>);
+// the tuner's Vulkan space (kforge/tune/vulkan_space.hpp) is built on it.
+//
+// gemm_with_config / gemm_with_tiling run one gemm on host data: operands are
+// uploaded (packed to dense row-major, as the host-view overloads of run()
+// do), the gemm is recorded with record_gemm, the result downloaded, all in
+// one submission on a stream of its own. Its GPU time is the timestamp time
+// of the gemm dispatch alone (the stream times every dispatch and copy; the
+// copies are left out), so a tuner ranks kernels, not PCIe transfers.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "kforge/validate/execute.hpp"
+#include "kforge/vulkan.hpp"
+
+namespace kforge::vulkan {
+
+namespace detail {
+inline double& last_gemm_seconds_slot() {
+  thread_local double s = -1;
+  return s;
+}
+
+/// Uploads, runs one gemm with knobs t (a gemm_config or a gemm_tiling),
+/// downloads; returns the dispatch's GPU seconds (-1: not timed).
+template <class T, class Knobs>
+double gemm_host_tiled(context& ctx, const Knobs& t, float alpha, float beta, fn act, float slope,
+                       const kforge::gemm_args<T>& g, bool has_bias) {
+  using D = device_type_t<T>;
+  stream s(ctx);
+  std::deque<device_tensor<D>> temps;
+  auto in = [&](const tensor_view<const T>& v) {
+    temps.emplace_back(ctx, v.dims);
+    temps.back().record_upload(s, v);
+    return temps.back().ref();
+  };
+  const buffer_ref a = in(g.a), b = in(g.b);
+  buffer_ref bias;
+  if (has_bias) bias = in(g.bias);
+  temps.emplace_back(ctx, g.c.dims);
+  device_tensor<D>& out = temps.back();
+  if (beta != 0.0f) out.record_upload(s, tensor_view<const T>(g.c));
+  if (g.m && g.n)
+    record_gemm(s, dtype_of<D>(), t, g.m, g.n, g.k, alpha, beta, act, slope, a, b, has_bias ? &bias : nullptr,
+                out.ref());
+  const void* p = out.record_download(s);
+  s.run();
+  if (p) unpack(static_cast<const D*>(p), g.c);
+  double ms = g.m && g.n ? -1 : 0;
+  for (const auto& d : s.timings())
+    if (d.label.rfind("gemm ", 0) == 0 && d.ms >= 0) ms = (ms < 0 ? 0 : ms) + d.ms;
+  const double sec = ms < 0 ? -1 : ms * 1e-3;
+  last_gemm_seconds_slot() = sec;
+  return sec;
+}
+}  // namespace detail
+
+/// GPU seconds of the gemm dispatch of the last gemm_with_config / gemm_with_tiling on this
+/// thread; -1 when the device has no timestamps (or before the first call).
+inline double last_gemm_seconds() { return detail::last_gemm_seconds_slot(); }
+
+namespace detail {
+template <class Knobs, class T, class E>
+double gemm_knobs(context& ctx, const Knobs& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+                  tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c) {
+  return gemm_host_tiled<T>(ctx, t, op.alpha, op.beta, E::activation, op.epilogue.slope,
+                            kforge::check_gemm<T>(a, b, bias, E::has_bias, c), E::has_bias);
+}
+
+template <class Knobs>
+double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<host_tensor>& ts) {
+  if (find_op(p.op).family != op_family::gemm)
+    throw unsupported_error("kforge::vulkan::gemm_with_config: runs gemm, not " + p.op);
+  double sec = -1;
+  auto typed = [&]<class T>(T*) {
+    kforge::detail::with_epilogue(p.epilogue, [&](auto e) {
+      using E = decltype(e);
+      op::gemm<T, E> o;
+      o.alpha = p.alpha;
+      o.beta = p.beta;
+      o.epilogue.slope = p.slope;
+      const std::size_t want = E::has_bias ? 4 : 3;
+      if (ts.size() != want)
+        throw argument_error("kforge::vulkan::gemm_with_config: gemm with epilogue " + p.epilogue + " takes " +
+                             std::to_string(want) + " tensors, got " + std::to_string(ts.size()));
+      const auto& cts = ts;
+      sec = gemm_knobs(ctx, t, o, cts[0].view<T>(), cts[1].view<T>(),
+                       E::has_bias ? cts[2].view<T>() : tensor_view<const T>{}, ts.back().view<T>());
+    });
+  };
+  switch (p.type) {
+    case dtype::f32: typed(static_cast<float*>(nullptr)); break;
+    case dtype::f16: typed(static_cast<half*>(nullptr)); break;
+    case dtype::bf16: typed(static_cast<bfloat16*>(nullptr)); break;
+    case dtype::f64: throw unsupported_error("kforge::vulkan::gemm_with_config: f64 is not a kernel dtype");
+  }
+  return sec;
+}
+}  // namespace detail
+
+/// C = epilogue(alpha·A·B + beta·C) with gemm config cfg (kernel and tiling,
+/// kernels.hpp) on host views of any strides. Returns the GPU seconds of the
+/// gemm dispatch (-1 when not timed). A config the device cannot run throws
+/// unsupported_error (gemm_config_check's reason) before anything runs.
+template <class T, class E>
+double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
+                        tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> c)
+  requires(!E::has_bias)
+{
+  return detail::gemm_knobs(ctx, cfg, op, a, b, {}, c);
+}
+/// The same with a bias epilogue: bias has N elements.
+template <class T, class E>
+double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
+                        tensor_view<const T> a, tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c)
+  requires(E::has_bias)
+{
+  return detail::gemm_knobs(ctx, cfg, op, a, b, bias, c);
+}
+/// A run-time gemm problem (validate/problem.hpp) on its host tensors
+/// (A, B[, bias], C), as the tuner's executors are called.
+inline double gemm_with_config(context& ctx, const gemm_config& cfg, const problem& p, std::vector<host_tensor>& ts) {
+  return detail::gemm_problem(ctx, cfg, p, ts);
+}
+
+/// The same three with policy::vulkan's tile knobs as a run-time gemm_tiling
+/// (record_gemm's tiling overload: the tiled kernel where the thread tile and
+/// K step are multiples of 4, else the generic one).
+template <class T, class E>
+double gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+                        tensor_view<const T> b, tensor_view<T> c)
+  requires(!E::has_bias)
+{
+  return detail::gemm_knobs(ctx, t, op, a, b, {}, c);
+}
+template <class T, class E>
+double gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+                        tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c)
+  requires(E::has_bias)
+{
+  return detail::gemm_knobs(ctx, t, op, a, b, bias, c);
+}
+inline double gemm_with_tiling(context& ctx, const gemm_tiling& t, const problem& p, std::vector<host_tensor>& ts) {
+  return detail::gemm_problem(ctx, t, p, ts);
+}
+
+/// gemm_tilings (policy::vulkan's tile and thread_tile knobs) worth trying:
+/// tile M, N ∈ {32, 64, 128}, K step ∈ {8, 16, 32}, thread tile ∈ {2, 4, 8}²
+/// without 8×8 (on the H100 its 64 accumulators spilled, kernels.hpp's gemm
+/// notes), before filtering by device. The tuner's gemm space is
+/// valid_configs() below, which also chooses the kernel.
+inline std::vector<gemm_tiling> candidate_tilings() {
+  std::vector<gemm_tiling> out;
+  for (std::uint32_t bm : {32u, 64u, 128u})
+    for (std::uint32_t bn : {32u, 64u, 128u})
+      for (std::uint32_t bk : {8u, 16u, 32u})
+        for (std::uint32_t tm : {2u, 4u, 8u})
+          for (std::uint32_t tn : {2u, 4u, 8u})
+            if (!(tm == 8 && tn == 8)) out.push_back({bm, bn, bk, tm, tn});
+  return out;
+}
+
+/// Whether the device runs gemm with tiling t on element type dt ("" = yes, else why not).
+inline std::string tiling_problem(const context& ctx, dtype dt, const gemm_tiling& t) {
+  if (dt == dtype::f64) return "f64 is not a kernel dtype";
+  if (dt == dtype::f16 && !ctx.info().storage_16bit) return "device lacks storageBuffer16BitAccess (f16 tensors)";
+  try {
+    // check_tiling only reads the device's limits; it takes a non-const context for its callers' sake.
+    detail::check_tiling(const_cast<context&>(ctx), t, "gemm");
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+/// candidate_tilings() that pass check_tiling on this device for dtype dt.
+inline std::vector<gemm_tiling> valid_tilings(const context& ctx, dtype dt) {
+  std::vector<gemm_tiling> out;
+  for (const auto& t : candidate_tilings())
+    if (tiling_problem(ctx, dt, t).empty()) out.push_back(t);
+  return out;
+}
+
+/// The gemm configs the tuner tries on this device for dtype dt: the
+/// backend's own list (gemm_configs: tiled and, for f16 where available,
+/// cooperative-matrix kernels, with and without grouped tile order) and the
+/// generic kernel's default tiling, which the backend falls back to.
+inline std::vector<gemm_config> valid_configs(const context& ctx, dtype dt) {
+  std::vector<gemm_config> out;
+  if (dt == dtype::f64 || (dt == dtype::f16 && !ctx.info().storage_16bit)) return out;
+  // bf16 host data is computed as f32 on the device.
+  const dtype dev = dt == dtype::bf16 ? dtype::f32 : dt;
+  out = gemm_configs(ctx.info(), dev);
+  const gemm_config generic{gemm_kernel::generic, 64, 64, 16, 4, 4, 0, 0, 0};
+  if (gemm_config_check(ctx.info(), dev, generic).empty()) out.push_back(generic);
+  return out;
+}
+
+}  // namespace kforge::vulkan

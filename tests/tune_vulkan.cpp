@@ -1,0 +1,229 @@
+// tests/tune_vulkan.cpp — the Vulkan gemm search space: gemm_with_config and
+// gemm_with_tiling against Eigen, valid_tilings against check_tiling,
+// valid_configs against gemm_config_check, and a small tuning run
+// on the device (lavapipe in CI) in which every candidate is validated before
+// it is timed, a fast wrong candidate and a config the device refuses never
+// win, and the winner lands in the cache under the Vulkan device's identity.
+// Skips (and says so) where no Vulkan device exists.
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "vulkan_common.hpp"
+
+#include <kforge/tune.hpp>
+#include <kforge/tune/vulkan_space.hpp>
+
+namespace fs = std::filesystem;
+namespace tune = kforge::tune;
+using kforge::vulkan::gemm_config;
+using kforge::vulkan::gemm_kernel;
+using kforge::vulkan::gemm_tiling;
+
+namespace {
+
+kforge::problem gemm_problem(kforge::index_t m, kforge::index_t n, kforge::index_t k) {
+  kforge::problem p;
+  p.op = "gemm";
+  p.type = kforge::dtype::f32;
+  p.dims = kforge::shape{m, n, k};
+  return p;
+}
+
+struct scoped_dir {
+  fs::path dir = fs::temp_directory_path() / ("kforge-tune-vulkan-" + std::to_string(::getpid()));
+  scoped_dir() { fs::remove_all(dir); }
+  ~scoped_dir() { fs::remove_all(dir); }
+};
+
+}  // namespace
+
+TEST_CASE("vulkan tuning: valid_tilings keeps exactly what check_tiling accepts") {
+  KFT_NEED_DEVICE();
+  const auto valid = kforge::vulkan::valid_tilings(*ctx, kforge::dtype::f32);
+  const auto all = kforge::vulkan::candidate_tilings();
+  REQUIRE(!valid.empty());
+  std::size_t accepted = 0;
+  for (const auto& t : all) {
+    bool ok = true;
+    try {
+      kforge::vulkan::detail::check_tiling(*ctx, t, "gemm");
+    } catch (const std::exception&) {
+      ok = false;
+    }
+    accepted += ok;
+  }
+  CHECK(valid.size() == accepted);
+  // 128x128 tiles of 2x2 per invocation need 4096 invocations: above every
+  // device's limit that kforge has met (lavapipe and the H100 allow 1024).
+  if (ctx->info().max_workgroup_invocations < 4096) {
+    CHECK(valid.size() < all.size());
+    CHECK(!kforge::vulkan::tiling_problem(*ctx, kforge::dtype::f32, {128, 128, 16, 2, 2}).empty());
+  }
+  CHECK(!kforge::vulkan::tiling_problem(*ctx, kforge::dtype::f32, {64, 64, 16, 3, 4}).empty());
+  CHECK(!kforge::vulkan::tiling_problem(*ctx, kforge::dtype::f64, {64, 64, 16, 4, 4}).empty());
+  MESSAGE(valid.size() << " of " << all.size() << " tilings valid on " << ctx->info().name);
+}
+
+TEST_CASE("vulkan tuning: valid_configs are the backend's configs the device runs, default included") {
+  KFT_NEED_DEVICE();
+  for (const auto dt : {kforge::dtype::f32, kforge::dtype::f16, kforge::dtype::bf16}) {
+    if (dt == kforge::dtype::f16 && !ctx->info().storage_16bit) continue;
+    const auto cfgs = kforge::vulkan::valid_configs(*ctx, dt);
+    REQUIRE(!cfgs.empty());
+    const auto dev = dt == kforge::dtype::bf16 ? kforge::dtype::f32 : dt;
+    for (const auto& c : cfgs) CHECK(kforge::vulkan::gemm_config_check(ctx->info(), dev, c).empty());
+    kforge::problem p = gemm_problem(33, 17, 40);
+    p.type = dt;
+    int defaults = 0;
+    for (const auto& c : tune::vulkan_gemm_candidates(*ctx, p)) defaults += c.is_default;
+    CHECK(defaults == 1);
+  }
+  CHECK(kforge::vulkan::valid_configs(*ctx, kforge::dtype::f64).empty());
+}
+
+TEST_CASE("vulkan tuning: gemm_with_tiling matches eigen and times the dispatch") {
+  KFT_NEED_DEVICE();
+  const kforge::index_t m = 33, n = 17, k = 40;
+  const auto a = kft::random_floats(static_cast<std::size_t>(m * k), 1);
+  const auto b = kft::random_floats(static_cast<std::size_t>(k * n), 2);
+  for (const gemm_tiling t : {gemm_tiling{}, gemm_tiling{32, 32, 8, 2, 4}, gemm_tiling{128, 64, 32, 8, 4}}) {
+    std::vector<float> c(static_cast<std::size_t>(m * n), 3.0f), ref = c;
+    kforge::op::gemm<float> o;
+    o.alpha = 0.5f;
+    o.beta = 2.0f;
+    const auto va = kforge::make_view(a.data(), {m, k});
+    const auto vb = kforge::make_view(b.data(), {k, n});
+    const double s = kforge::vulkan::gemm_with_tiling(*ctx, t, o, va, vb, kforge::make_view(c.data(), {m, n}));
+    kforge::run<kforge::policy::eigen>(o, va, vb, kforge::make_view(ref.data(), {m, n}));
+    for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(c[i] == doctest::Approx(ref[i]).epsilon(1e-4));
+    CHECK(s == kforge::vulkan::last_gemm_seconds());
+    if (ctx->info().timestamps) CHECK(s > 0);
+    else CHECK(s == -1);
+  }
+  for (const auto& cfg : kforge::vulkan::valid_configs(*ctx, kforge::dtype::f32)) {
+    std::vector<float> c(static_cast<std::size_t>(m * n), 3.0f), ref = c;
+    kforge::op::gemm<float> o;
+    o.beta = -1.0f;
+    const auto va = kforge::make_view(a.data(), {m, k});
+    const auto vb = kforge::make_view(b.data(), {k, n});
+    INFO(cfg.str());
+    const double s = kforge::vulkan::gemm_with_config(*ctx, cfg, o, va, vb, kforge::make_view(c.data(), {m, n}));
+    kforge::run<kforge::policy::eigen>(o, va, vb, kforge::make_view(ref.data(), {m, n}));
+    for (std::size_t i = 0; i < c.size(); ++i) REQUIRE(c[i] == doctest::Approx(ref[i]).epsilon(1e-4));
+    if (ctx->info().timestamps) CHECK(s > 0);
+  }
+  // A tiling the device refuses throws with the reason; it is not run.
+  std::vector<float> c(static_cast<std::size_t>(m * n));
+  CHECK_THROWS(kforge::vulkan::gemm_with_tiling(*ctx, gemm_tiling{64, 64, 16, 3, 4}, kforge::op::gemm<float>{},
+                                                kforge::make_view(a.data(), {m, k}),
+                                                kforge::make_view(b.data(), {k, n}),
+                                                kforge::make_view(c.data(), {m, n})));
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan tuning: every candidate validated, wrong ones never win, winner cached under the device") {
+  KFT_NEED_DEVICE();
+  const kforge::problem p = gemm_problem(33, 17, 40);
+  // A few candidates of the real space (the default among them), a config the
+  // device refuses, and a wrong one that claims to be the fastest.
+  std::vector<tune::candidate> cands;
+  const auto space = tune::vulkan_gemm_candidates(*ctx, p);
+  for (const auto& c : space)
+    if (c.is_default) cands.push_back(c);
+  REQUIRE(cands.size() == 1);
+  for (std::size_t i = 0; i < space.size() && cands.size() < 3; i += 7)
+    if (!space[i].is_default) cands.push_back(space[i]);
+  const gemm_config refused{gemm_kernel::tiled, 128, 128, 8, 1, 1, 0, 0, 8};  // thread tile not a multiple of 4
+  REQUIRE(!kforge::vulkan::gemm_config_check(ctx->info(), p.type, refused).empty());
+  cands.push_back(tune::vulkan_gemm_candidate(*ctx, refused));
+  tune::candidate wrong = cands[1];
+  wrong.name = "vulkan/wrong";
+  wrong.is_default = false;
+  const auto right_run = wrong.run;
+  wrong.run = [right_run](const kforge::problem& pr, std::vector<kforge::host_tensor>& ts) {
+    right_run(pr, ts);
+    ts.back().set(0, ts.back().get(0) + 1.0f);  // one element off
+  };
+  wrong.device_seconds = [] { return 1e-9; };
+  cands.push_back(wrong);
+
+  // Count the calls each candidate receives.
+  std::map<std::string, int> calls;
+  for (auto& c : cands) {
+    auto inner = c.run;
+    c.run = [&calls, inner, name = c.name](const kforge::problem& pr, std::vector<kforge::host_tensor>& ts) {
+      ++calls[name];
+      inner(pr, ts);
+    };
+  }
+
+  tune::tune_options o;
+  o.strategy = "grid";
+  o.budget_s = 120;
+  o.warmup = 1;
+  o.samples = 3;
+  const tune::tune_result r = tune::tune(p, cands, o);
+  const int suite_cases = static_cast<int>(kforge::suite_options{}.cases.size());
+
+  REQUIRE(r.trials.size() == cands.size());
+  for (const auto& t : r.trials) {
+    INFO(t.candidate << ": " << t.status << " " << t.note);
+    CHECK(calls[t.candidate] >= suite_cases);  // the whole suite ran before any timing
+    if (t.candidate == "vulkan/wrong") CHECK(t.status == "invalid");
+    else if (t.candidate == tune::vulkan_config_name(refused)) CHECK(t.status == "error");
+    else {
+      CHECK(t.status == "ok");
+      CHECK(calls[t.candidate] > suite_cases);  // then timed
+      CHECK(t.median_s > 0);
+    }
+  }
+  REQUIRE(r.found);
+  CHECK(r.best_name != "vulkan/wrong");
+  CHECK(r.best_name != tune::vulkan_config_name(refused));
+  CHECK(r.best_time.device_time == ctx->info().timestamps);
+
+  // Recorded under the Vulkan device's identity, not the CPU's.
+  scoped_dir d;
+  tune::tuning_cache cache(d.dir);
+  const tune::device_identity id = tune::vulkan_identity(*ctx);
+  CHECK(id.device.find(ctx->info().name) != std::string::npos);
+  CHECK(id.device.rfind("vulkan ", 0) == 0);
+  const auto stored = tune::record(cache, p, cands, r, o, id);
+  REQUIRE(stored);
+  tune::tuning_cache reread(d.dir);
+  const auto e = reread.find(tune::key_for(p, id));
+  REQUIRE(e);
+  CHECK(e->candidate == r.best_name);
+  CHECK(e->family == "vulkan");
+  CHECK(e->key.device == id.device);
+  CHECK(e->key.driver == id.driver);
+  CHECK(e->key.bucket == "64x32x64");
+  CHECK(!reread.find(tune::key_for(p)));  // nothing under this CPU's identity
+  // The stored config names the winning tiling, which still passes the suite.
+  const auto t = tune::vulkan_config_of(e->cfg);
+  REQUIRE(t);
+  CHECK(tune::vulkan_config_name(*t) == r.best_name);
+  CHECK(kforge::validate(p, tune::vulkan_gemm_candidate(*ctx, *t).run).all_passed);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan tuning: the full space on a trial budget") {
+  KFT_NEED_DEVICE();
+  const kforge::problem p = gemm_problem(33, 17, 40);
+  const auto cands = tune::vulkan_gemm_candidates(*ctx, p);
+  REQUIRE(cands.size() == kforge::vulkan::valid_configs(*ctx, p.type).size());
+  tune::tune_options o;
+  o.strategy = "descent";
+  o.max_trials = 4;
+  o.warmup = 1;
+  o.samples = 3;
+  const auto r = tune::tune(p, cands, o);
+  CHECK(r.trials.size() <= 4);
+  CHECK(r.found);
+  for (const auto& t : r.trials) CHECK(t.status == "ok");  // every listed tiling is valid on the device
+  KFT_NO_VALIDATION_MESSAGES();
+}
