@@ -45,7 +45,10 @@ struct cpu_config<policy::blocked<K...>> {
   using simd = simd_native;
   static_assert(mc > 0 && nc > 0 && kc > 0, "kforge::cpu: mc, nc and kc must be positive");
   static_assert(nr % simd::width == 0, "kforge::cpu: micro<MR, NR> needs NR to be a multiple of the SIMD width");
-  static_assert(mr >= 1 && mr * (nr / simd::width) + nr / simd::width + 1 <= simd::registers,
+  // Register budget of a SIMD tile: MR·NR/W accumulators + NR/W for the B row +
+  // 1 broadcast. The scalar fallback has no such budget (the compiler keeps
+  // what fits in registers and spills the rest), so only SIMD tiles are checked.
+  static_assert(mr >= 1 && (simd::width == 1 || mr * (nr / simd::width) + nr / simd::width + 1 <= simd::registers),
                 "kforge::cpu: micro<MR, NR> needs more vector registers than the ISA has");
   static int threads() { return 1; }
 };
