@@ -1,5 +1,5 @@
 // tools/backends_cpu.cpp — the CPU policies for the kforge tool: the Eigen
-// reference and, where the CPU backend is present, blocked and threaded.
+// reference, blocked and threaded.
 #include <thread>
 
 #include <kforge/core/json.hpp>
@@ -8,10 +8,7 @@
 
 #include "registry.hpp"
 
-#if __has_include(<kforge/cpu/cpu.hpp>)
 #include <kforge/cpu/cpu.hpp>
-#define KFORGE_TOOL_HAS_CPU_BACKEND 1
-#endif
 
 namespace kforge::tool {
 
@@ -19,12 +16,10 @@ void register_cpu(std::vector<policy_entry>& out) {
   out.push_back({"eigen", "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
                               std::to_string(EIGEN_MINOR_VERSION) + " (reference)",
                  &execute<policy::eigen>});
-#ifdef KFORGE_TOOL_HAS_CPU_BACKEND
   out.push_back({"blocked", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", 1 thread",
                  &execute<policy::blocked<>>});
   out.push_back({"threaded", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", thread pool",
                  &execute<policy::threaded<>>});
-#endif
 }
 
 namespace {
@@ -45,15 +40,6 @@ cpu_features detect() {
            {"f16c", __builtin_cpu_supports("f16c")}},
           std::thread::hardware_concurrency()};
 }
-std::string compiled_isa() {
-#if defined(__AVX512F__)
-  return "avx512";
-#elif defined(__AVX2__) && defined(__FMA__)
-  return "avx2+fma";
-#else
-  return "scalar";
-#endif
-}
 }  // namespace
 
 std::string cpu_text() {
@@ -61,24 +47,20 @@ std::string cpu_text() {
   std::string s = "CPU: " + std::to_string(f.cores) + " hardware threads\n  features:";
   for (auto& [name, on] : f.flags)
     if (on) s += std::string(" ") + name;
-  s += "\n  compiled for: " + compiled_isa();
-#ifdef KFORGE_TOOL_HAS_CPU_BACKEND
+  s += "\n  compiled for: " + std::string(cpu::isa_name());
   s += "\n  blocked micro-kernel: " + cpu::microkernel_name<policy::blocked<>>();
-#endif
   return s + "\n";
 }
 
 std::string cpu_json() {
   const cpu_features f = detect();
   json_writer w;
-  w.begin_object().field("hardware_threads", f.cores).field("compiled_isa", compiled_isa());
+  w.begin_object().field("hardware_threads", f.cores).field("compiled_isa", std::string(cpu::isa_name()));
   w.key("features").begin_array();
   for (auto& [name, on] : f.flags)
     if (on) w.value(name);
   w.end_array();
-#ifdef KFORGE_TOOL_HAS_CPU_BACKEND
   w.field("microkernel", cpu::microkernel_name<policy::blocked<>>());
-#endif
   w.end_object();
   return w.str();
 }

@@ -17,6 +17,8 @@
 #include "kforge/core/dtype.hpp"
 #include "kforge/core/error.hpp"
 #include "kforge/core/tensor.hpp"
+#include "kforge/ops/conv2d.hpp"
+#include "kforge/ops/elementwise.hpp"
 #include "kforge/ops/functions.hpp"
 
 namespace kforge {
@@ -245,15 +247,7 @@ inline std::vector<operand_spec> operands(const problem& p) {
       const shape b = p.dims2.rank() ? p.dims2 : p.dims;
       add("a", p.dims, true);
       add("b", b, true);
-      const int r = std::max(p.dims.rank(), b.rank());
-      shape out;
-      for (int i = 0; i < r; ++i) out.push_back(1);
-      for (int i = 0; i < r; ++i) {
-        const index_t da = i < p.dims.rank() ? p.dims.back(i) : 1, db = i < b.rank() ? b.back(i) : 1;
-        if (da != db && da != 1 && db != 1)
-          throw shape_error("kforge::" + p.op + ": shapes " + p.dims.str() + " and " + b.str() + " do not broadcast");
-        out[r - 1 - i] = da == 1 ? db : da;
-      }
+      const shape out = broadcast_shape(p.op, p.dims, b);
       add("c", out);
       break;
     }
@@ -271,14 +265,13 @@ inline std::vector<operand_spec> operands(const problem& p) {
     case op_family::conv2d: {
       const shape& x = p.dims;
       const shape& w = p.dims2;
-      const index_t eh = x[2] + 2 * p.pad[0] - p.dilation[0] * (w[2] - 1) - 1;
-      const index_t ew = x[3] + 2 * p.pad[1] - p.dilation[1] * (w[3] - 1) - 1;
-      if (eh < 0 || ew < 0 || p.stride[0] < 1 || p.stride[1] < 1)
-        throw shape_error("kforge::conv2d: filter " + w.str() + " does not fit input " + x.str());
+      // The op's own check: fit, groups and the filter's shape.
+      const conv2d_dims d = make_conv2d_dims(p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1],
+                                             p.groups, x, w);
       add("x", x, true);
       add("w", w);
       if (detail::epilogue_has_bias(p.epilogue)) add("bias", shape{w[0]});
-      add("y", shape{x[0], w[0], eh / p.stride[0] + 1, ew / p.stride[1] + 1});
+      add("y", shape{d.n, d.k, d.p, d.q});
       break;
     }
     case op_family::attention: {
