@@ -227,3 +227,127 @@ TEST_CASE("vulkan tuning: the full space on a trial budget") {
   for (const auto& t : r.trials) CHECK(t.status == "ok");  // every listed tiling is valid on the device
   KFT_NO_VALIDATION_MESSAGES();
 }
+
+namespace {
+/// policy::autotune on device tensors (a plain run and a recorded stream) for
+/// an m×n×k gemm with bias+relu, checked against Eigen; returns the resolution.
+tune::resolution autotune_on_device(kforge::vulkan::context& ctx, kforge::index_t m, kforge::index_t n,
+                                    kforge::index_t k) {
+  namespace vk = kforge::vulkan;
+  const auto a = kft::random_floats(static_cast<std::size_t>(m * k), 11);
+  const auto b = kft::random_floats(static_cast<std::size_t>(k * n), 12);
+  const auto bias = kft::random_floats(static_cast<std::size_t>(n), 13);
+  kforge::op::gemm<float, kforge::epilogue::bias_relu> o;
+  o.alpha = 0.75f;
+  std::vector<float> ref(static_cast<std::size_t>(m * n));
+  const auto va = kforge::make_view(a.data(), {m, k});
+  const auto vb = kforge::make_view(b.data(), {k, n});
+  const auto vbias = kforge::make_view(bias.data(), {n});
+  kforge::run<kforge::policy::eigen>(o, va, vb, vbias, kforge::make_view(ref.data(), {m, n}));
+  auto da = vk::device_tensor<float>::from_host(ctx, va);
+  auto db = vk::device_tensor<float>::from_host(ctx, vb);
+  auto dbias = vk::device_tensor<float>::from_host(ctx, vbias);
+  vk::device_tensor<float> dc(ctx, {m, n}), dd(ctx, {m, n});
+  kforge::run<kforge::policy::autotune>(o, da, db, dbias, dc);
+  const tune::resolution r = tune::last_resolution();
+  vk::stream s(ctx);
+  vk::record<kforge::policy::autotune>(s, o, da, db, dbias, dd);
+  s.run();
+  for (const auto& out : {dc.to_vector(), dd.to_vector()})
+    for (std::size_t i = 0; i < ref.size(); ++i) REQUIRE(out[i] == doctest::Approx(ref[i]).epsilon(1e-4).scale(1));
+  return r;
+}
+
+struct scoped_cache_env {
+  scoped_dir d;
+  scoped_cache_env() {
+    ::setenv("KFORGE_CACHE_DIR", d.dir.c_str(), 1);
+    tune::forget_resolutions();
+    tune::autotune_settings().tune_on_miss = false;
+  }
+  ~scoped_cache_env() {
+    ::unsetenv("KFORGE_CACHE_DIR");
+    tune::forget_resolutions();
+    tune::autotune_settings().tune_on_miss = false;
+  }
+};
+}  // namespace
+
+TEST_CASE("vulkan autotune: device tensors resolve on the device: default, cache hit, refused entry, tune on miss") {
+  KFT_NEED_DEVICE();
+  static_assert(kforge::supports<kforge::policy::autotune, kforge::op::gemm<float>>);
+  scoped_cache_env env;
+  const kforge::index_t m = 37, n = 21, k = 19;
+  const kforge::problem p = gemm_problem(m, n, k);
+  const tune::device_identity id = tune::vulkan_identity(*ctx);
+  const std::string dflt = tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, m, n));
+
+  // A miss without tune-on-miss runs what policy::vulkan<> runs.
+  tune::resolution r = autotune_on_device(*ctx, m, n, k);
+  CHECK(r.source == "default");
+  CHECK(r.candidate == dflt);
+  CHECK(r.bucket == "64x32x32");
+
+  // A cached Vulkan winner for this device runs (a config other than the default).
+  const auto space = tune::vulkan_gemm_candidates(*ctx, p);
+  const tune::candidate* other = nullptr;
+  for (const auto& c : space)
+    if (!c.is_default && c.name.find("/tiled/") != std::string::npos) other = &c;
+  REQUIRE(other);
+  {
+    tune::tuning_cache cache(env.d.dir);
+    tune::cache_entry e;
+    e.key = tune::key_for(p, id);
+    e.candidate = other->name;
+    e.family = "vulkan";
+    e.cfg = other->cfg;
+    e.shape = "37x21x19";
+    e.median_s = 1e-5;
+    cache.store({e});
+    // The same key under the CPU's identity names a CPU policy; it must not leak into Vulkan.
+    e.key = tune::key_for(p);
+    e.candidate = "blocked";
+    e.family = "cpu";
+    e.cfg = {{"policy", "blocked"}};
+    cache.store({e});
+  }
+  tune::forget_resolutions();
+  r = autotune_on_device(*ctx, m, n, k);
+  CHECK(r.source == "cache");
+  CHECK(r.candidate == other->name);
+  // A shape in the same bucket reuses the resolution without reading the cache again.
+  r = autotune_on_device(*ctx, 40, 30, 20);
+  CHECK(r.candidate == other->name);
+
+  // An entry naming a config this device refuses falls back to the default.
+  {
+    tune::tuning_cache cache(env.d.dir);
+    tune::cache_entry e;
+    e.key = tune::key_for(p, id);
+    e.candidate = "vulkan/tiled/128x128x8/1x1/g8";
+    e.family = "vulkan";
+    e.cfg = {{"policy", "vulkan"}, {"kernel", "tiled"}, {"bm", "128"}, {"bn", "128"}, {"bk", "8"}, {"tm", "1"},
+             {"tn", "1"}, {"warps", "0"}, {"warps_m", "0"}, {"group_m", "8"}};
+    e.shape = "37x21x19";
+    cache.store({e});
+  }
+  tune::forget_resolutions();
+  r = autotune_on_device(*ctx, m, n, k);
+  CHECK(r.source.rfind("default: cached candidate", 0) == 0);
+  CHECK(r.candidate == dflt);
+
+  // Tune on a miss (another bucket): tunes on the device, stores under its identity, runs the winner.
+  tune::autotune_settings().tune_on_miss = true;
+  tune::autotune_settings().budget_s = 30;
+  tune::autotune_settings().strategy = "descent";
+  r = autotune_on_device(*ctx, 9, 70, 5);
+  CHECK(r.source == "tuned");
+  CHECK(r.bucket == "16x128x8");
+  tune::tuning_cache cache(env.d.dir);
+  const auto e = cache.find(tune::key_for(gemm_problem(9, 70, 5), id));
+  REQUIRE(e);
+  CHECK(e->family == "vulkan");
+  CHECK(e->candidate == r.candidate);
+  CHECK(!cache.find(tune::key_for(gemm_problem(9, 70, 5))));  // nothing under the CPU's identity
+  KFT_NO_VALIDATION_MESSAGES();
+}

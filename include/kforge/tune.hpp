@@ -1,9 +1,9 @@
 // kforge/tune.hpp — the tuner: search spaces, strategies, the tuning cache,
 // policy::autotune and the roofline probes. Link kforge::tune (it brings
-// simdjson; the core kforge::kforge stays free of it). The Vulkan gemm space
-// is a header of its own, kforge/tune/vulkan_space.hpp (link kforge::vulkan
-// too): it brings the Vulkan headers, which tuner users who never tune
-// Vulkan should not compile.
+// simdjson; the core kforge::kforge stays free of it). Where kforge::vulkan
+// is linked too (KFORGE_HAS_VULKAN), policy::autotune also resolves gemm on
+// Vulkan device tensors and so brings the Vulkan gemm space,
+// kforge/tune/vulkan_space.hpp, and the Vulkan headers with it.
 #pragma once
 
 #include "kforge/kforge.hpp"

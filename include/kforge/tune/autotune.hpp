@@ -1,27 +1,41 @@
 // kforge/tune/autotune.hpp — policy::autotune for gemm: at run time the
-// tuning cache decides which concrete policy of tune::cpu_gemm_space runs.
+// tuning cache decides what runs, on the device that holds the data.
 //
-//   kforge::run<kforge::policy::autotune>(op::gemm<float>{}, A, B, C);
+//   kforge::run<kforge::policy::autotune>(op::gemm<float>{}, A, B, C);     // host views: the CPU
+//   kforge::run<kforge::policy::autotune>(op::gemm<float>{}, dA, dB, dC);  // vulkan::device_tensor
+//   kforge::vulkan::record<kforge::policy::autotune>(s, op, dA, dB, dC);   // into a stream
 //
-// Resolution of (op, dtype, shape bucket) on this CPU, once per process and
-// bucket (memoised; tune::forget_resolutions() drops the memo):
-//   hit   the cached candidate, if this build's space has it;
+// Host views resolve to a concrete policy of tune::cpu_gemm_space on this
+// CPU; Vulkan device tensors (where kforge::vulkan is linked) to a gemm
+// config of the Vulkan space (tune/vulkan_space.hpp) for the tensors' device
+// and driver, recorded like policy::vulkan<> records its own.
+//
+// Resolution of (device, driver, op, dtype, shape bucket), once per process
+// and key (memoised; tune::forget_resolutions() drops the memo):
+//   hit   the cached candidate, if this build's space has it and the device
+//         accepts it;
 //   miss  with KFORGE_AUTOTUNE=1 (or autotune_settings().tune_on_miss), tune
 //         the shape now (strategy KFORGE_AUTOTUNE_STRATEGY, default descent;
 //         budget KFORGE_AUTOTUNE_BUDGET seconds, default 20), store it, use it;
-//         otherwise tune::cpu_default_policy (policy::threaded<> where the CPU
-//         backend exists, else policy::eigen).
+//         otherwise the default: tune::cpu_default_policy (policy::threaded<>
+//         where the CPU backend exists, else policy::eigen) on the CPU, and
+//         vulkan::gemm_default_config (what policy::vulkan<> runs) on Vulkan.
 // A cache that cannot be read resolves to the default and is reported once.
 // Resolution holds a process-wide mutex, so two threads never tune the same
 // bucket twice; dispatch itself takes no lock after the first call.
+// bfloat16 device tensors do not exist, so bf16 gemm resolves on the CPU only.
 #pragma once
 
 #include <cstdlib>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "kforge/tune/record.hpp"
+#if defined(KFORGE_HAS_VULKAN)
+#include "kforge/tune/vulkan_space.hpp"
+#endif
 
 namespace kforge::tune {
 
@@ -58,7 +72,11 @@ struct resolution {
 namespace detail {
 struct autotune_state {
   std::mutex m;
-  std::map<std::string, std::pair<int, resolution>> memo;  // op/dtype/bucket → space index, how
+  // memo key (device, driver, op, dtype, bucket) → what runs, how it was chosen
+  std::map<std::string, std::pair<int, resolution>> cpu;  // index into cpu_gemm_space
+#if defined(KFORGE_HAS_VULKAN)
+  std::map<std::string, std::pair<vulkan::gemm_config, resolution>> vk;
+#endif
 };
 inline autotune_state& state() {
   static autotune_state s;
@@ -92,50 +110,55 @@ void dispatch(int i, const Op& op, const G& g, policy_list<P...>, std::index_seq
   ((!done && static_cast<int>(I) == i ? (kforge::detail::impl<P, Op>::compute(op, g), done = true) : false), ...);
   if (!done) kforge::detail::impl<cpu_default_policy, Op>::compute(op, g);
 }
-}  // namespace detail
 
-inline resolution last_resolution() { return detail::last; }
-
-/// Forgets every memoised resolution (after the cache changed under us).
-inline void forget_resolutions() {
-  std::lock_guard lock(detail::state().m);
-  detail::state().memo.clear();
-}
-
-/// Index into cpu_gemm_space of the policy that runs gemm (dtype t, M×N×K).
-inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
+inline problem gemm_problem(dtype t, index_t m, index_t n, index_t k) {
   problem p;
   p.op = "gemm";
   p.type = t;
   p.dims = shape{m, n, k};
-  const cache_key key = key_for(p);
-  const std::string memo_key = key.op + "/" + key.dtype + "/" + key.bucket;
-  auto& st = detail::state();
-  std::lock_guard lock(st.m);
-  if (auto it = st.memo.find(memo_key); it != st.memo.end()) {
-    detail::last = it->second.second;
+  return p;
+}
+
+/// The resolution shared by every device: memo, then the cache entry for
+/// (id, p) if `choose` accepts it, then tuning over `candidates()` when
+/// tune_on_miss, else `fallback` (named `fallback_name`). `choose` maps a
+/// cache entry to what runs (nullopt: not in this build's space or refused
+/// by this device).
+template <class Choice, class Choose, class Candidates>
+Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const problem& p,
+               const device_identity& id, const Choice& fallback, const std::string& fallback_name, Choose choose,
+               Candidates candidates) {
+  const cache_key key = key_for(p, id);
+  const std::string memo_key = key.device + "|" + key.driver + "|" + key.op + "/" + key.dtype + "/" + key.bucket;
+  std::lock_guard lock(state().m);
+  if (auto it = memo.find(memo_key); it != memo.end()) {
+    last = it->second.second;
     return it->second.first;
   }
-  resolution r{"", "default", key.bucket};
-  int index = detail::default_index();
+  resolution r{fallback_name, "default", key.bucket};
+  Choice chosen = fallback;
   try {
     tuning_cache cache;
     if (auto e = cache.find(key)) {
-      if (const int i = detail::index_of(e->candidate); i >= 0) {
-        index = i;
+      if (auto c = choose(*e)) {
+        chosen = *c;
+        r.candidate = e->candidate;
         r.source = "cache";
       } else {
-        r.source = "default: cached candidate '" + e->candidate + "' is not in this build's space";
+        r.source = "default: cached candidate '" + e->candidate + "' is not in this build's space or this device refuses it";
       }
     } else if (autotune_settings().tune_on_miss) {
       tune_options o;
       o.strategy = autotune_settings().strategy;
       o.budget_s = autotune_settings().budget_s;
       o.samples = 5;
-      const std::vector<candidate> cands = cpu_gemm_candidates();
-      auto [res, entry] = tune_and_record(cache, p, cands, o);
-      if (entry) {
-        index = detail::index_of(entry->candidate);
+      const std::vector<candidate> cands = candidates();
+      auto [res, entry] = tune_and_record(cache, p, cands, o, id);
+      std::optional<Choice> c;
+      if (entry) c = choose(*entry);
+      if (c) {
+        chosen = *c;
+        r.candidate = entry->candidate;
         r.source = "tuned";
       } else {
         r.source = "default: tuning found no valid candidate";
@@ -145,25 +168,103 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
     static bool reported = false;
     if (!reported) std::cerr << "kforge: warning: policy::autotune: " << e.what() << "; using the default policy\n";
     reported = true;
-    r.source = std::string("default: ") + e.what();
-    index = detail::default_index();
+    r = {fallback_name, std::string("default: ") + e.what(), key.bucket};
+    chosen = fallback;
   }
-  r.candidate = index >= 0 ? detail::space_names<cpu_gemm_space>::get()[static_cast<std::size_t>(index)]
-                           : policy_traits<cpu_default_policy>::name();
-  st.memo[memo_key] = {index, r};
-  detail::last = r;
-  return index;
+  memo[memo_key] = {chosen, r};
+  last = r;
+  return chosen;
 }
+}  // namespace detail
+
+inline resolution last_resolution() { return detail::last; }
+
+/// Forgets every memoised resolution (after the cache changed under us).
+inline void forget_resolutions() {
+  std::lock_guard lock(detail::state().m);
+  detail::state().cpu.clear();
+#if defined(KFORGE_HAS_VULKAN)
+  detail::state().vk.clear();
+#endif
+}
+
+/// Index into cpu_gemm_space of the policy that runs gemm (dtype t, M×N×K) on this CPU.
+inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
+  const int dflt = detail::default_index();
+  return detail::resolve(
+      detail::state().cpu, detail::gemm_problem(t, m, n, k), cpu_identity(), dflt,
+      policy_traits<cpu_default_policy>::name(),
+      [](const cache_entry& e) -> std::optional<int> {
+        const int i = detail::index_of(e.candidate);
+        return i >= 0 ? std::optional<int>(i) : std::nullopt;
+      },
+      [] { return cpu_gemm_candidates(); });
+}
+
+#if defined(KFORGE_HAS_VULKAN)
+/// The gemm config that runs gemm (dtype t: f32 or f16, M×N×K) on ctx's
+/// device: the cached Vulkan winner for this device, driver and bucket if the
+/// device accepts it, else (or after tuning on a miss) what policy::vulkan<>
+/// runs untuned, vulkan::gemm_default_config.
+inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
+  const problem p = detail::gemm_problem(t, m, n, k);
+  const vulkan::gemm_config dflt =
+      vulkan::gemm_default_config(ctx.info(), t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
+  return detail::resolve(
+      detail::state().vk, p, vulkan_identity(ctx), dflt, vulkan_config_name(dflt),
+      [&](const cache_entry& e) -> std::optional<vulkan::gemm_config> {
+        auto c = vulkan_config_of(e.cfg);
+        if (c && !vulkan::gemm_config_check(ctx.info(), t, *c).empty()) c.reset();
+        return c;
+      },
+      [&] { return vulkan_gemm_candidates(ctx, p); });
+}
+#endif
 
 }  // namespace kforge::tune
 
 namespace kforge::detail {
+#if defined(KFORGE_HAS_VULKAN)
+template <class Impl, class Op>
+using autotune_device_run = vulkan::detail::device_run<Impl, Op>;
+#else
+template <class Impl, class Op>
+struct autotune_device_run {
+  static void run() = delete;  // no device tensors without kforge::vulkan
+};
+#endif
+
 template <class T, class E, class A>
   requires((std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>) &&
            std::is_same_v<A, float>)
 struct impl<policy::autotune, op::gemm<T, E, A>>
-    : gemm_entry<impl<policy::autotune, op::gemm<T, E, A>>, op::gemm<T, E, A>> {
-  static void compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
+    : gemm_entry<impl<policy::autotune, op::gemm<T, E, A>>, op::gemm<T, E, A>>,
+      autotune_device_run<impl<policy::autotune, op::gemm<T, E, A>>, op::gemm<T, E, A>> {
+  using op_t = op::gemm<T, E, A>;
+  using gemm_entry<impl, op_t>::run;
+  using autotune_device_run<impl, op_t>::run;
+
+  static void compute(const op_t& op, const gemm_args<T>& g) {
+#if defined(KFORGE_HAS_VULKAN)
+    // Device tensors (run() with vulkan::device_tensor, vulkan::record()):
+    // the tuned config for the tensors' device, recorded on their stream.
+    if constexpr (!std::is_same_v<T, bfloat16>) {
+      if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
+        if (!g.m || !g.n) return;
+        vulkan::stream& s = *dc->s;
+        vulkan::gemm_config cfg;
+        {
+          vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
+          cfg = tune::resolve_vulkan_gemm(s.ctx(), dtype_of<T>(), g.m, g.n, g.k);
+        }
+        const vulkan::buffer_ref bias = E::has_bias ? dc->refs[2] : vulkan::buffer_ref{};
+        vulkan::record_gemm(s, dtype_of<T>(), cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
+                            op.epilogue.slope, dc->refs[0], dc->refs[1], E::has_bias ? &bias : nullptr,
+                            dc->refs[static_cast<std::size_t>(dc->n - 1)]);
+        return;
+      }
+    }
+#endif
     const int i = tune::resolve_gemm(dtype_of<T>(), g.m, g.n, g.k);
     tune::detail::dispatch(i, op, g, tune::cpu_gemm_space{},
                            std::make_index_sequence<tune::cpu_gemm_space::size>{});
