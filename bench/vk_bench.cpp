@@ -10,10 +10,14 @@
 // the check is printed (a fast wrong kernel must not pass unnoticed).
 //
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
-// printing each config before it runs.
+// printing each config before it runs; `--sweep-f32` times f32 tiled configs
+// beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
+// times the copy kernel over workgroup size × vectors per invocation × grid
+// cap, and softmax / layer_norm over workgroup sizes, at 8192×8192 f32.
 #include <kforge/vulkan.hpp>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -109,14 +113,69 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   else std::printf("  sweep %s %s: %.3f ms %.2f TFLOP/s%s\n", dt, cfg.str().c_str(), ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12,
                    err <= tol ? "" : " WRONG");
 }
+
+template <std::uint32_t WG>
+void rows_sweep(vulkan::context& ctx, vulkan::device_tensor<float>& x, vulkan::device_tensor<float>& g,
+                vulkan::device_tensor<float>& be, vulkan::device_tensor<float>& y, double gb2) {
+  using P = policy::vulkan<policy::wg<WG>>;
+  double ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record<P>(s, op::softmax<float>{}, x, y); });
+  std::printf("  sweep softmax wg %u: %.4f ms %.1f GB/s\n", WG, ms, gb2 / (ms * 1e-3));
+  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record<P>(s, op::layer_norm<float>{}, x, g, be, y); });
+  std::printf("  sweep layer_norm wg %u: %.4f ms %.1f GB/s\n", WG, ms, gb2 / (ms * 1e-3));
+  std::fflush(stdout);
+}
+
+void mem_sweep(vulkan::context& ctx) {
+  const index_t r = 8192;
+  vulkan::device_tensor<float> x(ctx, {r, r}), y(ctx, {r, r}), g(ctx, {r}), be(ctx, {r});
+  x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11, -4, 4), {r, r}));
+  g.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 12, 0.5f, 1.5f), {r}));
+  be.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 13), {r}));
+  const double gb2 = 2.0 * r * r * 4 / 1e9;
+  for (std::uint32_t wg : {128u, 256u, 512u, 1024u})
+    for (std::uint32_t u : {1u, 2u, 4u, 8u, 16u})
+      for (std::uint64_t cap : {std::uint64_t{132 * 4}, std::uint64_t{132 * 16}, std::uint64_t{65535 * 64}}) {
+        const double ms = median_ms(ctx, [&](vulkan::stream& s) {
+          vulkan::record_copy(s, x.ref(), y.ref(), x.bytes(), wg, u, cap);
+        });
+        std::printf("  sweep copy wg %u unroll %u cap %llu: %.4f ms %.1f GB/s\n", wg, u,
+                    static_cast<unsigned long long>(cap), ms, gb2 / (ms * 1e-3));
+        std::fflush(stdout);
+      }
+  rows_sweep<128>(ctx, x, g, be, y, gb2);
+  rows_sweep<256>(ctx, x, g, be, y, gb2);
+  rows_sweep<512>(ctx, x, g, be, y, gb2);
+  rows_sweep<1024>(ctx, x, g, be, y, gb2);
+}
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool sweep = argc > 1 && std::strcmp(argv[1], "--sweep") == 0;
+  const std::string mode = argc > 1 ? argv[1] : "";
+  const bool sweep = mode == "--sweep";
   vulkan::context ctx;
   std::printf("%s", vulkan::devices_text().c_str());
   std::printf("using: %s; NV coopmat 16x16x16 f16: %s\n", ctx.info().name.c_str(),
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
+  if (mode == "--sweep-mem") {
+    mem_sweep(ctx);
+    return 0;
+  }
+  if (mode == "--sweep-f32") {
+    for (auto [bm, bn, bk, tm, tn] : std::initializer_list<std::array<std::uint32_t, 5>>{
+             {128, 64, 8, 8, 4}, {128, 128, 8, 8, 8}, {128, 128, 16, 8, 8}, {128, 64, 16, 8, 8},
+             {64, 128, 16, 8, 8}, {128, 128, 8, 8, 4}, {128, 128, 16, 8, 4}, {256, 128, 8, 8, 8},
+             {128, 128, 8, 4, 8}, {64, 64, 8, 8, 8}, {128, 256, 8, 8, 8}})
+      for (std::uint32_t gm : {8u}) {
+        const vulkan::gemm_config c{vulkan::gemm_kernel::tiled, bm, bn, bk, tm, tn, 8, 2, gm};
+        const std::string why = vulkan::gemm_config_check(ctx.info(), dtype::f32, c);
+        if (!why.empty()) {
+          std::printf("  sweep f32 %s: refused (%s)\n", c.str().c_str(), why.c_str());
+          continue;
+        }
+        for (index_t n : {2048, 4096}) gemm_case<float>(ctx, "f32", n, &c);
+      }
+    return 0;
+  }
 
   if (sweep) {
     for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f32)) gemm_case<float>(ctx, "f32", 4096, &c);

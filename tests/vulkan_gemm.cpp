@@ -73,9 +73,16 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half) {
   std::size_t coop = 0, checked = 0;
   unsigned seed = 100;
   const bool cpu = ctx->info().type == "cpu";
+  bool deep_k_checked = false;
   for (const auto& cfg : cfgs) {
-    // On a CPU implementation, group_m 0 (the plain order) only for one config: it is slow.
+    // On a CPU implementation (slow), group_m 0 (the plain order) only for the
+    // first config, and the tiled kernel's K step 16 only for the first config
+    // that has it: every tile shape still runs, with K step 8.
     if (cpu && cfg.group_m == 0 && &cfg != &cfgs.front()) continue;
+    if (cpu && cfg.kernel == vulkan::gemm_kernel::tiled && cfg.bk != 8) {
+      if (deep_k_checked) continue;
+      deep_k_checked = true;
+    }
     CAPTURE(cfg.str());
     if (!cpu) std::printf("  %s %s\n", to_string(dtype_of<T>()).data(), cfg.str().c_str()), std::fflush(stdout);
     ++checked;
@@ -99,8 +106,10 @@ TEST_CASE("vulkan gemm: policy knobs choose the kernel") {
   using K0 = vulkan::knobs<>;
   CHECK(K0::gemm(d, dtype::f32, 4096, 4096).kernel == vulkan::gemm_kernel::tiled);
   CHECK(K0::gemm(d, dtype::f32, 4096, 4096).bm == 128);
-  CHECK(K0::gemm(d, dtype::f32, 4096, 4096).tm * K0::gemm(d, dtype::f32, 4096, 4096).tn < 64);
-  CHECK(K0::gemm(d, dtype::f32, 1024, 1024).bm == 64);  // 128² tiles would leave most of an H100 idle
+  CHECK(K0::gemm(d, dtype::f32, 4096, 4096).tm * K0::gemm(d, dtype::f32, 4096, 4096).tn == 64);  // 8×8
+  CHECK(K0::gemm(d, dtype::f32, 2048, 2048).bn == 128);  // 256 tiles of 128×128
+  CHECK(K0::gemm(d, dtype::f32, 1900, 2048).bn == 64);   // 240: 128×64 tiles instead
+  CHECK(K0::gemm(d, dtype::f32, 1024, 1024).bm == 64);   // 128² tiles would leave most of an H100 idle
   using K2 = vulkan::knobs<policy::tile<32, 16, 8>, policy::thread_tile<2, 2>>;
   CHECK(K2::gemm(d, dtype::f32, 64, 64).kernel == vulkan::gemm_kernel::generic);
   using Koff = vulkan::knobs<policy::coopmat<false>>;

@@ -118,13 +118,14 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
   return {};
 }
 
-/// The untuned choice for an m×n×k gemm. Thresholds: 128×64 tiles (tiled) or
-/// 128×128 (coopmat) once there are >= 256 of them (two per H100
-/// multiprocessor, 132 of them), else 64×64 so that the grid still fills the
-/// device. The tiled kernel's 8×8 thread tile is not used: on the H100
-/// (driver 580.159) it ran at 2 TFLOP/s at 4096³ against 28.9 for 8×4, its
-/// 64 accumulators apparently spilled, and its pipeline took tens of seconds
-/// to build (docs/bench/h100-2026-11-22-vulkan-gpu-targets*).
+/// The untuned choice for an m×n×k gemm. Thresholds: the largest tile of
+/// which there are >= 256 (two per H100 multiprocessor, 132 of them), so the
+/// grid still fills the device: tiled 128×128×8 with 8×8 per invocation, else
+/// 128×64×8 with 8×4, else 64×64×8 with 4×4; coopmat 128×128 else 64×64. On the
+/// H100 (driver 580.159, docs/bench/h100-2026-11-22-sweep-f32.txt) 128×128×8/8×8
+/// ran 4096³ at 36.2 TFLOP/s and 2048³ at 35.1, against 27.5 and 19.8 for
+/// 128×64×8/8×4. (8×8 ran at 2 TFLOP/s while the epilogue indexed the
+/// accumulators element by element: they were not kept in registers.)
 inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                        bool allow_coopmat = true) {
   auto tiles = [&](std::uint64_t bm, std::uint64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
@@ -136,20 +137,21 @@ inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint
     else c.bm = 64, c.bn = 64, c.warps = 4, c.warps_m = 2;
   } else {
     c.kernel = gemm_kernel::tiled;
-    if (tiles(128, 64) >= 256) c.bm = 128, c.bn = 64, c.bk = 8, c.tm = 8, c.tn = 4;
+    if (tiles(128, 128) >= 256) c.bm = 128, c.bn = 128, c.bk = 8, c.tm = 8, c.tn = 8;
+    else if (tiles(128, 64) >= 256) c.bm = 128, c.bn = 64, c.bk = 8, c.tm = 8, c.tn = 4;
     else c.bm = 64, c.bn = 64, c.bk = 8, c.tm = 4, c.tn = 4;
   }
   if (!gemm_config_check(d, dt, c).empty()) c = gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
   return c;
 }
 
-/// Candidate configs for the tuner: every combination below that the device
-/// runs (no 8×8 thread tiles: see gemm_default_config).
+/// Candidate configs for the tuner: every combination below that the device runs.
 inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
   std::vector<gemm_config> out;
   for (std::uint32_t g : {0u, 8u}) {
     for (auto [bm, bn, tm, tn] : std::initializer_list<std::array<std::uint32_t, 4>>{
-             {128, 64, 8, 4}, {64, 128, 4, 8}, {64, 64, 4, 4}, {128, 128, 8, 4}, {128, 128, 4, 8}})
+             {128, 128, 8, 8}, {128, 64, 8, 8}, {64, 128, 8, 8}, {64, 64, 8, 8}, {128, 64, 8, 4},
+             {64, 128, 4, 8}, {64, 64, 4, 4}, {128, 128, 8, 4}, {128, 128, 4, 8}})
       for (std::uint32_t bk : {8u, 16u}) {
         gemm_config c{gemm_kernel::tiled, bm, bn, bk, tm, tn, 8, 2, g};
         if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
@@ -320,8 +322,11 @@ inline void record_unary(stream& s, dtype dt, std::uint32_t wg, fn f, float slop
 
 /// Device-to-device copy of `bytes` bytes: a compute shader moving 16-byte
 /// vectors where sizes and offsets allow (it reached 2.5-3x vkCmdCopyBuffer's
-/// bandwidth on the H100, docs/bench), else vkCmdCopyBuffer.
-inline void record_copy(stream& s, buffer_ref src, buffer_ref dst, std::uint64_t bytes, std::uint32_t wg = 256) {
+/// bandwidth on the H100, docs/bench), else vkCmdCopyBuffer. wg: workgroup
+/// size; unroll: vectors per invocation per pass (1, 2, 4, 8 or 16);
+/// max_groups: cap on the grid (a smaller grid loops more).
+inline void record_copy(stream& s, buffer_ref src, buffer_ref dst, std::uint64_t bytes, std::uint32_t wg = 256,
+                        std::uint32_t unroll = 4, std::uint64_t max_groups = 65535ull * 64) {
   using namespace detail;
   if (bytes % 16 || src.offset % 16 || dst.offset % 16 || bytes / 16 > 0xffffffffull) {
     s.copy(src, dst, bytes);
@@ -329,11 +334,14 @@ inline void record_copy(stream& s, buffer_ref src, buffer_ref dst, std::uint64_t
   }
   if (!bytes) return;
   check_wg(s.ctx(), wg, "copy");
-  const auto v = make_variant("copy_vec4", shaders::copy_vec4, dtype::f32, {});
+  if (unroll == 0 || unroll > 16 || (unroll & (unroll - 1)))
+    throw argument_error("kforge::vulkan::record_copy: unroll must be 1, 2, 4, 8 or 16, not " + std::to_string(unroll));
+  const auto v = make_variant("copy_vec4", shaders::copy_vec4, dtype::f32, {{"KF_U", str(static_cast<int>(unroll))}});
   const auto& p = s.ctx().get_pipeline(v, {2, 4, {0}}, {wg});
   const std::uint32_t n = static_cast<std::uint32_t>(bytes / 16);
+  const std::uint64_t per_group = std::uint64_t{unroll} * wg;
   s.dispatch(p, {{buffer_ref{src.buffer, src.offset, bytes}}, {buffer_ref{dst.buffer, dst.offset, bytes}, true}}, &n, 4,
-             grid(std::min<std::uint64_t>((n + 4ull * wg - 1) / (4ull * wg), 65535ull * 64)),
+             grid(std::max<std::uint64_t>(1, std::min<std::uint64_t>((n + per_group - 1) / per_group, max_groups))),
              "copy " + std::to_string(bytes) + " B");
 }
 

@@ -44,17 +44,17 @@ void main() {
 #endif
 )glsl";
 
-// Device copy of n 16-byte vectors, 4 per invocation at stride WG.
+// Device copy of n 16-byte vectors, KF_U per invocation at stride WG.
 inline constexpr const char* copy_vec4 = R"glsl(
 layout(std430, set = 0, binding = 0) readonly buffer BufX { uvec4 x_[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer BufY { uvec4 y_[]; };
 layout(push_constant) uniform Push { uint n; } pc;
 void main() {
-  uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * 4;
-  for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
-    uvec4 v[4];
-    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) v[u] = x_[i0 + u * WG];
-    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) y_[i0 + u * WG] = v[u];
+  uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * KF_U;
+  for (uint i0 = kf_group_id() * WG * KF_U + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
+    uvec4 v[KF_U];
+    [[unroll]] for (uint u = 0; u < KF_U; ++u) if (i0 + u * WG < pc.n) v[u] = x_[i0 + u * WG];
+    [[unroll]] for (uint u = 0; u < KF_U; ++u) if (i0 + u * WG < pc.n) y_[i0 + u * WG] = v[u];
   }
 }
 )glsl";

@@ -6,7 +6,11 @@
 // invocation owns TM×TN outputs as (TM/4)×(TN/4) blocks of 4×4 contiguous
 // elements (rows tr·4 + g·BM/(TM/4), columns tc·4 + g·BN/(TN/4)), so every
 // shared-memory read in the inner loop is one 16-byte vec4: per k step an
-// invocation reads TM/4 + TN/4 vec4 and does TM·TN FMAs. A is stored k-major
+// invocation reads TM/4 + TN/4 vec4 and does TM·TN FMAs, as TM·TN/4 vec4
+// FMAs into vec4 accumulators, which every loop indexes only by unrolled
+// counters (the epilogue too: when it indexed them element by element, 8×8
+// ran at 2 TFLOP/s on the H100, the accumulators out of registers; now 36 at
+// 4096³). A is stored k-major
 // (transposed on the way in), B as is; rows are padded by 4 floats, which
 // keeps vec4 alignment and makes the transposed A stores conflict-free
 // (two k rows land 16 banks apart). Two shared buffers (ping-pong) and a
@@ -81,8 +85,8 @@ void main() {
   const uint GM = TM / 4, GN = TN / 4, RS = BM / GM, CSTR = BN / GN;
   const uvec2 tile = kf_tile_of_group(GROUP_M);
   const uint m0 = tile.x * BM, n0 = tile.y * BN;
-  float acc[TM * TN];
-  [[unroll]] for (uint i = 0; i < TM * TN; ++i) acc[i] = 0.0;
+  vec4 acc[TM * GN];  // acc[i * GN + j / 4][j % 4]: output row i, column j of the thread tile
+  [[unroll]] for (uint i = 0; i < TM * GN; ++i) acc[i] = vec4(0.0);
   vec4 ra[NA], rb[NB];
 
   // Global -> registers for K tile starting at k0.
@@ -120,26 +124,32 @@ void main() {
       [[unroll]] for (uint g = 0; g < GM; ++g) av[g] = As[(buf * BK + kk) * SA + (g * RS) / 4 + tr];
       [[unroll]] for (uint g = 0; g < GN; ++g) bv[g] = Bs[(buf * BK + kk) * SB + (g * CSTR) / 4 + tc];
       [[unroll]] for (uint i = 0; i < TM; ++i)
-        [[unroll]] for (uint j = 0; j < TN; ++j)
-          acc[i * TN + j] = fma(av[i / 4][i % 4], bv[j / 4][j % 4], acc[i * TN + j]);
+        [[unroll]] for (uint g = 0; g < GN; ++g)
+          acc[i * GN + g] = fma(vec4(av[i / 4][i % 4]), bv[g], acc[i * GN + g]);
     }
     if (more) { STORE(buf ^ 1u) }
     barrier();
   }
 
+  // Epilogue, one accumulator vector (4 adjacent columns) at a time, so acc
+  // is only ever indexed by the unrolled i and g.
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     uint gm = m0 + (i / 4) * RS + tr * 4 + i % 4;
-    if (gm >= pc.M) continue;
-    [[unroll]] for (uint j = 0; j < TN; ++j) {
-      uint gn = n0 + (j / 4) * CSTR + tc * 4 + j % 4;
-      if (gn >= pc.N) continue;
-      uint idx = gm * pc.N + gn;
-      float v = acc[i * TN + j] * pc.alpha;
-      if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+    [[unroll]] for (uint g = 0; g < GN; ++g) {
+      vec4 v = acc[i * GN + g] * pc.alpha;
+      uint gn0 = n0 + g * CSTR + tc * 4;
+      if (gm >= pc.M) continue;
+      for (uint e = 0; e < 4; ++e) {
+        uint gn = gn0 + e;
+        if (gn >= pc.N) break;
+        uint idx = gm * pc.N + gn;
+        float x = v[e];
+        if (pc.beta != 0.0) x += pc.beta * float(c_[idx]);
 #if KF_BIAS
-      v += float(bias_[gn]);
+        x += float(bias_[gn]);
 #endif
-      c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+        c_[idx] = T(kf_apply(KF_ACT, x, pc.slope));
+      }
     }
   }
 }
