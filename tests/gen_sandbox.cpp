@@ -49,6 +49,10 @@ TEST_CASE("sandbox: a correct hand-written kernel is accepted") {
   INFO(r.reason << "\n" << r.log_tail);
   CHECK(r.accepted);
   CHECK(r.stage == "accepted");
+  // The worker ran the untrusted kernel with robust buffer access (lavapipe offers it).
+  CHECK(r.robust_buffer_access);
+  CHECK(r.gate_json.find("\"robust_buffer_access\":true") != std::string::npos);
+  CHECK(r.gate_json.find("\"plain_validation\"") != std::string::npos);
 }
 
 TEST_CASE("sandbox: a kernel that never finishes is rejected as a timeout, and the parent carries on") {
@@ -82,6 +86,27 @@ TEST_CASE("sandbox: a kernel that writes out of bounds is rejected by the guard 
   CHECK(r.stage == "validation");
   CHECK(r.reason.find("wrote outside its output") != std::string::npos);
   CHECK(r.reason.find("past its end") != std::string::npos);
+}
+
+TEST_CASE("sandbox: a write before the output's start, discarded by robust buffer access, meets the plain context") {
+  KGT_NEED_VULKAN();
+  // A signed index of -1 is outside the descriptor's range: on the worker's
+  // robust context the write is discarded and every result is right; on the
+  // plain context a GPU puts it in the front guard. lavapipe bounds-checks
+  // every storage-buffer access even without robustness, so there the write
+  // is dropped on both contexts and the kernel passes: what can be checked is
+  // that the plain pass ran.
+  const auto r = sandboxed(relu_kernel("  if (i < pc.n) { float v = x_[i]; y_[i] = v < 0.0 ? 0.0 : v; if (i == 0u) y_[int(i) - 1] = 1.0; }"));
+  INFO(r.reason << "\n" << r.log_tail);
+  CHECK(r.robust_buffer_access);
+  if (r.accepted) {
+    CHECK(r.gate_json.find("\"plain_validation\"") != std::string::npos);
+    MESSAGE("the driver dropped the write on the plain context too (it bounds-checks every access)");
+  } else {
+    CHECK(r.stage == "validation");
+    CHECK(r.reason.find("without robust buffer access") != std::string::npos);
+    CHECK(r.reason.find("before its start") != std::string::npos);
+  }
 }
 
 TEST_CASE("sandbox: a kernel that writes only part of the output is rejected (poisoned output)") {

@@ -139,6 +139,61 @@ TEST_CASE("vulkan second context with the same cache compiles nothing") {
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("vulkan robust buffer access: on when asked, reported, kernels still validate, its own pipeline cache file") {
+  KFT_NEED_DEVICE();
+  CHECK(vulkan::devices_json().find("\"robust_buffer_access\": ") != std::string::npos);
+  CHECK(vulkan::devices_text().find("robust buffer access") != std::string::npos);
+  CHECK_FALSE(ctx->robust_buffer_access());
+  if (!ctx->info().robust_buffer_access) {
+    CHECK_THROWS_AS(vulkan::context({.validation = 0, .robust_buffer_access = true}), vulkan::no_device);
+    MESSAGE("skipped the rest: '" << ctx->info().name << "' lacks robustBufferAccess");
+    return;
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("kforge-vk-robust-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const int val = ctx->validation_enabled() ? 1 : 0;
+  const auto a = random_floats(35, 11), b = random_floats(21, 12);
+  Eigen::Matrix<float, 5, 7, Eigen::RowMajor> ea = Eigen::Map<const Eigen::Matrix<float, 5, 7, Eigen::RowMajor>>(a.data());
+  Eigen::Matrix<float, 7, 3, Eigen::RowMajor> eb = Eigen::Map<const Eigen::Matrix<float, 7, 3, Eigen::RowMajor>>(b.data());
+  Eigen::Matrix<float, 5, 3, Eigen::RowMajor> ey, ez;
+  run<policy::eigen>(op::gemm<float>{}, ea, eb, ey);
+  run<policy::eigen>(op::softmax<float>{}, ey, ez);
+  const std::vector<float> ref(ez.data(), ez.data() + 15);
+  std::filesystem::path robust_file;
+  {
+    vulkan::context rc({.validation = val, .cache_dir = dir.string(), .robust_buffer_access = true});
+    CHECK(rc.robust_buffer_access());
+    CHECK(rc.robust_buffer_access2() == rc.info().robust_buffer_access2);
+    MESSAGE(rc.info().name << ": robustBufferAccess2 " << std::string(rc.robust_buffer_access2() ? "on" : "not offered"));
+    vulkan::device_tensor<float> da(rc, {5, 7}), db(rc, {7, 3}), dy(rc, {5, 3}), dz(rc, {5, 3});
+    da.upload(make_view(a, {5, 7}));
+    db.upload(make_view(b, {7, 3}));
+    vulkan::stream s(rc);
+    vulkan::record(s, op::gemm<float>{}, da, db, dy);
+    vulkan::record(s, op::softmax<float>{}, dy, dz);
+    s.run();
+    check_close("robust gemm -> softmax", dz.to_vector(), ref, {1.0f}, softmax_tolerance(dtype::f32, 3));
+    for (const auto& m : rc.validation_messages()) FAIL_CHECK(m);
+    CHECK(rc.validation_message_count() == 0);
+    robust_file = rc.pipeline_cache_path();
+  }  // saves its pipeline cache
+  CHECK(std::filesystem::exists(robust_file));
+  {
+    // A plain context on the same cache directory keeps a file of its own.
+    vulkan::context pc({.validation = val, .cache_dir = dir.string()});
+    CHECK_FALSE(pc.robust_buffer_access());
+    CHECK_FALSE(pc.robust_buffer_access2());
+    CHECK(pc.pipeline_cache_path() != robust_file);
+    CHECK_FALSE(pc.pipelines_stats().cache_loaded);
+  }
+  {
+    vulkan::context rc2({.validation = val, .cache_dir = dir.string(), .robust_buffer_access = true});
+    CHECK(rc2.pipelines_stats().cache_loaded);
+  }
+  std::filesystem::remove_all(dir);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 TEST_CASE("vulkan stream: gemm -> gelu -> layer_norm in one submission, barriers only where data flows, replay") {
   KFT_NEED_DEVICE();
   const index_t m = 17, k = 33, n = 7;

@@ -5,6 +5,18 @@
 // test cases, every case run twice and required bit-identical, then a
 // benchmark against kforge's own kernel for the op and a re-validation after
 // timing. The result is one JSON object (gate_result) the parent reads back.
+//
+// Two contexts: the suite first runs on the context given, which in the
+// sandbox has robust buffer access (untrusted code cannot reach memory outside
+// its buffers). Robustness also hides some faults: a write before the data's
+// start or far past its end is discarded, such a read returns zero (which can
+// pass for padding). So a kernel that passed is validated again on every
+// shape on gate_options::plain_context, a context without robustness like the
+// one policy::generated and the tuner run admitted kernels on, where such a
+// write lands in a guard and such a read returns the guards' NaN. The
+// benchmark and the re-validation run there too: they are about how the
+// kernel will run. By then the kernel has passed the whole suite, and it is
+// still in the worker process.
 #pragma once
 
 #ifndef KFORGE_GEN_INTERNAL
@@ -12,6 +24,7 @@
 #endif
 
 #include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -87,6 +100,10 @@ struct gate_options {
   bool benchmark = true;
   int bench_reps = 5;
   bool revalidate = true;
+  /// A context without robust buffer access for the stages after the suite
+  /// (see the header comment); called at most once. Empty: everything runs
+  /// on the context given to run_gate.
+  std::function<vulkan::context&()> plain_context;
 };
 
 /// Summarises the first failing case of a report for feedback and records.
@@ -106,15 +123,17 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 }
 
 /// Runs the whole gate in this process and returns the result as JSON:
-/// {"accepted", "stage", "reason", "compile_log", "reflection", "spirv_hash",
-///  "validation": [{"shape", "held_out", "report"}...], "benchmark", "revalidation"}.
+/// {"accepted", "stage", "reason", "robust_buffer_access", "robust_buffer_access2",
+///  "compile_log", "reflection", "spirv_hash", "validation": [{"shape", "held_out", "report"}...],
+///  "plain_validation" (same form), "benchmark", "revalidation"}.
 inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
                             gate_options opt = {}) {
   if (shapes.empty()) throw argument_error("kforge::gen::run_gate: no shapes");
   if (opt.seed == 0) opt.seed = secret_seed();
   const problem& main = shapes.front();
   json_writer w;
-  w.begin_object();
+  w.begin_object().field("robust_buffer_access", ctx.robust_buffer_access());
+  w.field("robust_buffer_access2", ctx.robust_buffer_access2());
   auto finish = [&](bool accepted, const char* st, const std::string& reason) {
     w.field("accepted", accepted).field("stage", st).field("reason", reason).end_object();
     return w.str();
@@ -181,16 +200,34 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   if (lost) return finish(false, stage::timeout, lost_reason);
   if (!valid) return finish(false, stage::validation, reason);
 
+  vulkan::context* run_ctx = &ctx;
+  if (ctx.robust_buffer_access() && opt.plain_context) {
+    try {
+      run_ctx = &opt.plain_context();
+      k = std::make_unique<kernel_runner>(*run_ctx, main, "generated_" + main.op, glsl);
+    } catch (const vulkan::device_lost& e) {
+      return finish(false, stage::timeout, e.what());
+    } catch (const std::exception& e) {
+      return finish(false, stage::interface, std::string("without robust buffer access: ") + e.what());
+    }
+    w.key("plain_validation");
+    if (!validate_shapes(opt.seed ^ 0x2545f4914f6cdd1dull, shapes, &reason)) {
+      if (lost) return finish(false, stage::timeout, lost_reason);
+      return finish(false, stage::validation, "without robust buffer access: " + reason);
+    }
+  }
+
   if (opt.benchmark) {
     try {
       std::vector<host_tensor> ts = allocate(main);
       generate_inputs(main, input_case::normal, opt.seed, ts);
       const double cand = k->time_ms(main, ts, opt.bench_reps);
-      kernel_runner builtin(ctx, main, "kforge_" + main.op, template_source(main));
+      kernel_runner builtin(*run_ctx, main, "kforge_" + main.op, template_source(main));
       const double own = builtin.time_ms(main, ts, opt.bench_reps);
       w.key("benchmark").begin_object().field("candidate_ms", cand).field("builtin_ms", own);
       w.field("speedup_vs_builtin", cand > 0 ? own / cand : 0.0).field("reps", opt.bench_reps);
-      w.field("timer", ctx.info().timestamps ? "gpu timestamps" : "wall clock").field("device", ctx.info().name).end_object();
+      w.field("timer", run_ctx->info().timestamps ? "gpu timestamps" : "wall clock").field("device", run_ctx->info().name);
+      w.field("robust_buffer_access", run_ctx->robust_buffer_access()).end_object();
     } catch (const vulkan::device_lost& e) {
       return finish(false, stage::timeout, e.what());
     }

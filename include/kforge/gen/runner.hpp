@@ -15,9 +15,13 @@
 //
 // This is an adapter over the backend's public pieces (context::get_pipeline,
 // stream::dispatch, memory pools); it adds nothing to include/kforge/vulkan/.
-// Robust buffer access is not enabled: the backend's context has no option
-// for it (see docs/GENERATION.md), which is one reason untrusted kernels run
-// in the sandbox's child process.
+// It runs on whatever context it is given. The sandbox's worker gives it one
+// with robust buffer access (context_options::robust_buffer_access) for
+// untrusted kernels: then a write past the descriptor's range (beyond the
+// back guard, or before the data's start) is discarded and such a read
+// returns zero instead of reaching other memory, so the guards see only what
+// lands inside data + back guard. That is why the gate re-runs a kernel that
+// passed on a plain context too (gate.hpp), the way policy::generated runs it.
 #pragma once
 
 #ifndef KFORGE_GEN_INTERNAL

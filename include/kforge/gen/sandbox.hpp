@@ -2,7 +2,9 @@
 // kforge tool itself in its hidden worker mode (`kforge worker --request F
 // --response F`). The parent writes the request (shapes, GLSL, a fresh secret
 // seed, the per-dispatch timeout), waits with a wall-clock deadline, and
-// reads the worker's JSON answer. An infinite loop ends in the worker's
+// reads the worker's JSON answer. The worker runs the kernel on a context
+// with robust buffer access, and only a kernel that passed the whole suite
+// there on a plain one too (gate.hpp says why). An infinite loop ends in the worker's
 // per-dispatch timeout (device_lost), or, if the driver itself hangs, in the
 // parent's SIGKILL; a crash or a device loss ends the child, never the
 // parent. Either way the candidate is rejected with a reason and the
@@ -23,6 +25,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -50,6 +53,7 @@ struct sandbox_result {
   std::string gate_json;  ///< the worker's full answer ("" when it died)
   std::string log_tail;   ///< the last lines the worker printed
   double wall_s = 0;
+  bool robust_buffer_access = false;  ///< the worker's context had it (false when the worker died)
 };
 
 /// The kforge executable that serves as the worker.
@@ -165,6 +169,7 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
   out.accepted = json::boolean(doc.root(), "accepted");
   out.stage = json::str(doc.root(), "stage", stage::crash);
   out.reason = redact_env(json::str(doc.root(), "reason"));
+  out.robust_buffer_access = json::boolean(doc.root(), "robust_buffer_access", false);
   return out;
 }
 
@@ -191,7 +196,19 @@ inline int worker_main(const std::string& request_path, const std::string& respo
     // The pipeline cache would persist driver state of untrusted kernels; the
     // worker keeps none.
     co.persist_pipeline_cache = false;
+    // Untrusted code: its out-of-range accesses stay inside its own buffers.
+    // A device without robustBufferAccess is refused (the answer says so).
+    co.robust_buffer_access = true;
     vulkan::context ctx(co);
+    std::unique_ptr<vulkan::context> plain;
+    go.plain_context = [&]() -> vulkan::context& {
+      if (!plain) {
+        vulkan::context_options po = co;
+        po.robust_buffer_access = false;
+        plain = std::make_unique<vulkan::context>(po);
+      }
+      return *plain;
+    };
     answer = run_gate(ctx, shapes, glsl, go);
     // Leave before ctx's destructor: after a timeout it would be waiting on a
     // device that may still run the kernel.

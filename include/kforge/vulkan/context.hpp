@@ -10,11 +10,20 @@
 // options.validation is on (KFORGE_VK_VALIDATION=1 sets the default); every
 // warning or error message is counted and kept so tests can fail on them.
 //
+// Robust buffer access (options.robust_buffer_access, for kernels nobody
+// vouches for, such as the generation sandbox's): the device is created with
+// robustBufferAccess, and where VK_EXT_robustness2 reports robustBufferAccess2
+// with that too. Then a shader's access outside the range a descriptor binds
+// cannot reach other memory: a write there is discarded, a read returns zero
+// (robustness2) or a value from inside the bound range. A device without
+// robustBufferAccess is refused (no_device) rather than silently run without.
+//
 // Pipelines are created once per (shader variant, specialization values) and
 // kept for the context's life. A VkPipelineCache is loaded from and saved to
 // <cache dir>/pipeline/, prefixed by our own header (vendor, device, driver
-// version, pipelineCacheUUID, deviceUUID): a file made by another driver or
-// device is rejected, never handed to the driver.
+// version, pipelineCacheUUID, deviceUUID, and the robustness enabled): a file
+// made by another driver or device is rejected, never handed to the driver,
+// and robust and plain contexts keep separate files (see cache_header).
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -62,7 +71,9 @@ struct device_info {
   bool subgroup_size_control = false;
   bool nv_cooperative_matrix = false;  // extension, cooperativeMatrix feature and shaderFloat16
   bool nv_coopmat_f16_16x16x16 = false;  // lists 16x16x16 f16·f16 + f32 -> f32 at subgroup scope
-  bool robustness2 = false;
+  bool robustness2 = false;            // VK_EXT_robustness2 is listed
+  bool robust_buffer_access = false;   // VkPhysicalDeviceFeatures::robustBufferAccess
+  bool robust_buffer_access2 = false;  // VK_EXT_robustness2 with its robustBufferAccess2 feature
   bool push_descriptor = false;
   bool timestamps = false;  // compute queue has timestampValidBits > 0
   float timestamp_period_ns = 0;
@@ -81,6 +92,11 @@ struct context_options {
   std::chrono::milliseconds timeout{-1};  // per wait; -1: KFORGE_VK_TIMEOUT_MS, else 5000 ms
   std::string cache_dir;          // empty: cache_dir()
   bool persist_pipeline_cache = true;
+  /// Create the device with robustBufferAccess (and robustBufferAccess2 where
+  /// VK_EXT_robustness2 offers it), so that out-of-range accesses of a shader
+  /// stay inside the buffers it was given. For untrusted kernels; it may cost
+  /// speed on real GPUs. A device without the feature throws no_device.
+  bool robust_buffer_access = false;
 };
 
 namespace detail {
@@ -167,7 +183,11 @@ inline device_info query_device(VkPhysicalDevice p, int index) {
   if (ssc) *ft = &fsc, ft = &fsc.pNext;
   VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
   if (d.nv_cooperative_matrix) *ft = &fcm, ft = &fcm.pNext;
+  VkPhysicalDeviceRobustness2FeaturesEXT frb{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
+  if (d.robustness2) *ft = &frb, ft = &frb.pNext;
   vkGetPhysicalDeviceFeatures2(p, &feats);
+  d.robust_buffer_access = feats.features.robustBufferAccess;
+  d.robust_buffer_access2 = d.robustness2 && frb.robustBufferAccess2;
   // glslang's NV cooperative-matrix code declares the VulkanMemoryModel capability (its scopes come from
   // GL_KHR_memory_scope_semantics), so that feature is needed too.
   d.nv_cooperative_matrix = d.nv_cooperative_matrix && fcm.cooperativeMatrix && v12 && f12.shaderFloat16 &&
@@ -424,6 +444,10 @@ class context {
   std::chrono::milliseconds timeout() const { return opt_.timeout; }
   void set_timeout(std::chrono::milliseconds t) { opt_.timeout = t; }
   bool validation_enabled() const { return inst_->validation; }
+  /// Whether the device was created with robustBufferAccess (options.robust_buffer_access).
+  bool robust_buffer_access() const { return robust_; }
+  /// Whether robustBufferAccess2 (VK_EXT_robustness2) is on as well: out-of-range reads return zero.
+  bool robust_buffer_access2() const { return robust2_; }
   bool lost() const { return state_->lost.load(); }
   /// Marks the device abandoned: nothing it owns will be destroyed or waited on.
   void mark_lost() { state_->lost.store(true); }
@@ -546,7 +570,13 @@ class context {
   }
 
  private:
-  // Our prefix: magic, then the identity a cache is valid for.
+  // Our prefix: magic, then the identity a cache is valid for. Robustness
+  // changes the code a driver generates (bounds checks); drivers key their
+  // cache entries by it, but a robust context (a sandbox) and a plain one
+  // still keep separate files: neither overwrites the other's at exit, and a
+  // driver that forgot the robustness state in its key could not hand a
+  // pipeline compiled without bounds checks to a context that asked for them.
+  // A plain context's header is unchanged, so its existing files stay valid.
   std::string cache_header() const {
     std::string h = "KFPC1";
     auto add = [&](const void* p, std::size_t n) { h.append(static_cast<const char*>(p), n); };
@@ -555,6 +585,7 @@ class context {
     add(&info_.driver_version, 4);
     add(info_.pipeline_cache_uuid.data(), VK_UUID_SIZE);
     add(info_.device_uuid.data(), VK_UUID_SIZE);
+    if (robust_) h += robust2_ ? "robust2" : "robust1";
     return h;
   }
 
@@ -627,25 +658,42 @@ class context {
     VkPhysicalDeviceVulkan12Features f12{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES};
     f11.storageBuffer16BitAccess = info_.storage_16bit;
     f12.shaderFloat16 = info_.fp16_arithmetic;
-    f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    feats.pNext = &f11;
+    // feats -> f11 -> f12 -> [cooperative matrix] -> [robustness2]
+    void** tail = &feats.pNext;
+    *tail = &f11, tail = &f11.pNext;
+    *tail = &f12, tail = &f12.pNext;
+    std::vector<const char*> exts{VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME};
     VkPhysicalDeviceCooperativeMatrixFeaturesNV fcm{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_NV};
-    const bool coop = info_.nv_coopmat_f16_16x16x16;
-    if (coop) {
+    if (info_.nv_coopmat_f16_16x16x16) {
       fcm.cooperativeMatrix = VK_TRUE;
       f12.vulkanMemoryModel = VK_TRUE;
-      f12.pNext = &fcm;
+      *tail = &fcm, tail = &fcm.pNext;
+      exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
     }
-    const char* exts[] = {VK_KHR_PUSH_DESCRIPTOR_EXTENSION_NAME, VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME};
+    VkPhysicalDeviceRobustness2FeaturesEXT frb{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
+    if (opt_.robust_buffer_access) {
+      if (!info_.robust_buffer_access)
+        throw no_device("kforge::vulkan: robust buffer access was requested, but device '" + info_.name +
+                        "' does not offer robustBufferAccess");
+      feats.features.robustBufferAccess = VK_TRUE;
+      // robustBufferAccess2 requires robustBufferAccess, enabled just above.
+      if (info_.robust_buffer_access2) {
+        frb.robustBufferAccess2 = VK_TRUE;
+        *tail = &frb, tail = &frb.pNext;
+        exts.push_back(VK_EXT_ROBUSTNESS_2_EXTENSION_NAME);
+      }
+    }
     VkDeviceCreateInfo ci{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     ci.pNext = &feats;
     ci.queueCreateInfoCount = 1;
     ci.pQueueCreateInfos = &qi;
-    ci.enabledExtensionCount = coop ? 2 : 1;
-    ci.ppEnabledExtensionNames = exts;
+    ci.enabledExtensionCount = static_cast<std::uint32_t>(exts.size());
+    ci.ppEnabledExtensionNames = exts.data();
     state_ = std::make_shared<device_state>();
     check(vkCreateDevice(phys_, &ci, nullptr, &state_->device), "vkCreateDevice");
+    robust_ = opt_.robust_buffer_access;
+    robust2_ = robust_ && info_.robust_buffer_access2;
     vkGetDeviceQueue(state_->device, family_, 0, &queue_);
     push_desc_ = reinterpret_cast<PFN_vkCmdPushDescriptorSetKHR>(
         vkGetDeviceProcAddr(state_->device, "vkCmdPushDescriptorSetKHR"));
@@ -703,6 +751,7 @@ class context {
   VkQueue queue_ = VK_NULL_HANDLE;
   std::uint32_t family_ = 0;
   PFN_vkCmdPushDescriptorSetKHR push_desc_ = nullptr;
+  bool robust_ = false, robust2_ = false;
   std::shared_ptr<memory_pool> device_pool_, staging_pool_;
   std::unique_ptr<shader_compiler> compiler_;
   unique_handle<VkPipelineCache> pcache_;
@@ -779,6 +828,8 @@ inline std::string devices_json() {
       << ", \"subgroup_size_control\": " << (d.subgroup_size_control ? "true" : "false")
       << ", \"nv_cooperative_matrix\": " << (d.nv_cooperative_matrix ? "true" : "false")
       << ", \"robustness2\": " << (d.robustness2 ? "true" : "false")
+      << ", \"robust_buffer_access\": " << (d.robust_buffer_access ? "true" : "false")
+      << ", \"robust_buffer_access2\": " << (d.robust_buffer_access2 ? "true" : "false")
       << ", \"push_descriptor\": " << (d.push_descriptor ? "true" : "false")
       << ", \"timestamps\": " << (d.timestamps ? "true" : "false") << ", \"timestamp_period_ns\": " << d.timestamp_period_ns
       << ", \"max_storage_buffer_range\": " << d.max_storage_buffer_range
@@ -805,8 +856,9 @@ inline std::string devices_text() {
       << (d.storage_16bit ? "yes" : "no") << ", subgroup " << d.subgroup_size << " (" << d.min_subgroup_size << "-"
       << d.max_subgroup_size << ", arithmetic " << ((d.subgroup_ops & VK_SUBGROUP_FEATURE_ARITHMETIC_BIT) ? "yes" : "no")
       << ", size control " << (d.subgroup_size_control ? "yes" : "no") << ")\n"
-      << "    NV cooperative matrix " << (d.nv_cooperative_matrix ? "yes" : "no") << ", robustness2 "
-      << (d.robustness2 ? "yes" : "no") << ", timestamps " << (d.timestamps ? "yes" : "no") << " ("
+      << "    NV cooperative matrix " << (d.nv_cooperative_matrix ? "yes" : "no") << ", robust buffer access "
+      << (d.robust_buffer_access ? "yes" : "no") << " (robustness2 " << (d.robust_buffer_access2 ? "yes" : "no")
+      << "), timestamps " << (d.timestamps ? "yes" : "no") << " ("
       << d.timestamp_period_ns << " ns/tick)\n"
       << "    maxStorageBufferRange " << d.max_storage_buffer_range << ", shared memory " << d.max_shared_memory
       << ", max workgroup " << d.max_workgroup_invocations << "\n    heaps:";
