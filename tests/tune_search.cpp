@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include <kforge/tune/record.hpp>
 #include <kforge/tune/tuner.hpp>
 
 namespace tune = kforge::tune;
@@ -147,6 +148,55 @@ TEST_CASE("every strategy finds the optimum of a known space; descent with fewer
     if (std::string(strategy) == "descent") CHECK(static_cast<int>(r.trials.size()) < grid_trials);
   }
   CHECK(grid_trials == 16);
+}
+
+TEST_CASE("off-grid candidates (other config keys, like generated kernels) are timed by every strategy") {
+  auto cands = bowl(250e-6);
+  cands.push_back(correct("generated:c_x.json", 100e-6, {{"policy", "generated"}, {"record", "c_x.json"}}));
+  auto run = [&](const char* strategy, int samples, int max_trials) {
+    tune::tune_options o;
+    o.strategy = strategy;
+    o.samples = samples;
+    o.max_trials = max_trials;
+    return tune::tune(small_gemm(), cands, o);
+  };
+  for (const char* strategy : {"grid", "halving", "descent"}) {
+    CAPTURE(strategy);
+    const auto r = run(strategy, 5, 0);
+    REQUIRE(r.found);
+    CHECK(r.best_name == "generated:c_x.json");
+  }
+  // Under a trial budget halving takes it right after the default.
+  const auto r = run("halving", 3, 2);
+  REQUIRE(r.trials.size() == 2);
+  CHECK(r.trials[0].candidate == "a0b3");
+  CHECK(r.trials[1].candidate == "generated:c_x.json");
+}
+
+TEST_CASE("a generated winner is cached with the best own candidate as its fallback") {
+  auto cands = bowl(100e-6);
+  cands.push_back(correct("generated:c_x.json", 50e-6, {{"policy", "generated"}, {"record", "c_x.json"}}));
+  const auto dir = std::filesystem::temp_directory_path() / ("kforge-tune-fallback-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  tune::tuning_cache cache(dir);
+  tune::tune_options o;
+  o.strategy = "grid";
+  o.samples = 5;
+  const auto [r, e] = tune::tune_and_record(cache, small_gemm(), cands, o);
+  REQUIRE(e);
+  CHECK(e->candidate == "generated:c_x.json");
+  CHECK(tune::is_generated(e->cfg));
+  CHECK(tune::generated_record(e->cfg) == "c_x.json");
+  CHECK(tune::config_value(e->cfg, "fallback") == "a3b1");
+  const auto fb = tune::generated_fallback(e->cfg);
+  REQUIRE(fb);
+  CHECK(*fb == tune::config{{"a", "3"}, {"b", "1"}});
+  // What is read back from the file is the same.
+  const auto again = tune::tuning_cache(dir).find(e->key);
+  REQUIRE(again);
+  CHECK(tune::generated_fallback(again->cfg) == fb);
+  CHECK_FALSE(tune::generated_fallback(cands[0].cfg));
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("the trial budget caps every strategy") {

@@ -1,12 +1,16 @@
 // tools/cmd_tune.cpp — `kforge tune`: search a backend's space for one
 // problem, validate every candidate before timing it, store the winner in the
 // tuning cache and every trial in the history (include/kforge/tune/).
+// With --policy vulkan the accepted generated kernels of exactly the problem
+// (kforge gen's c_ records, tune/generated_space.hpp) compete next to
+// kforge's own Vulkan kernels, unless --no-generated.
 //
 // Exit codes: 0 a winner was stored, 1 no candidate passed validation (or
 // none could be validated and timed in the budget), 2 usage, 3 environment
 // (cache directory not writable, the family is not available).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -14,7 +18,8 @@
 #include <vector>
 
 #include <kforge/tune.hpp>
-#include <kforge/tune/vulkan_space.hpp>  // empty without KFORGE_HAS_VULKAN
+#include <kforge/tune/generated_space.hpp>  // candidates only with KFORGE_HAS_LLM and KFORGE_HAS_VULKAN
+#include <kforge/tune/vulkan_space.hpp>     // empty without KFORGE_HAS_VULKAN
 
 #include "registry.hpp"
 
@@ -44,19 +49,43 @@ double number(const std::map<std::string, std::string>& v, const std::string& k,
   }
 }
 
+/// Accepted generated kernels for exactly p (none when not wanted or without kforge::gen).
+std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {
+#if defined(KFORGE_HAS_LLM) && defined(KFORGE_HAS_VULKAN)
+  if (wanted) return tune::generated_candidates(p);
+#endif
+  (void)p, (void)wanted;
+  return {};
+}
+
 /// The candidates for a problem and a family: the compiled gemm space for
-/// gemm, the tool's registered policies for the other ops, the Vulkan
-/// device's gemm configs (tune/vulkan_space.hpp) for --policy vulkan.
+/// gemm, the tool's registered policies for the other ops. --policy vulkan:
+/// the Vulkan device's gemm configs (tune/vulkan_space.hpp) for gemm, the
+/// backend's own kernel (run the way generated ones are) for other ops, and
+/// for every op the accepted generated kernels of exactly p unless
+/// `with_generated` is false.
 std::vector<tune::candidate> candidates_for(const problem& p, const std::string& family,
-                                            const std::vector<policy_entry>& policies) {
+                                            const std::vector<policy_entry>& policies, bool with_generated) {
   if (family == "vulkan") {
 #if defined(KFORGE_HAS_VULKAN)
-    if (find_op(p.op).family != op_family::gemm)
-      throw unsupported_error("the Vulkan search space covers gemm only, not " + p.op);
-    auto out = tune::vulkan_gemm_candidates(vulkan::default_context(), p);
-    if (out.empty())
-      throw unsupported_error("no gemm tiling of the Vulkan space runs on '" + vulkan::default_context().info().name +
-                              "' for " + std::string(to_string(p.type)));
+    std::vector<tune::candidate> out, gen = generated_for(p, with_generated);
+    if (find_op(p.op).family == op_family::gemm) {
+      out = tune::vulkan_gemm_candidates(vulkan::default_context(), p);
+      if (out.empty() && gen.empty())
+        throw unsupported_error("no gemm tiling of the Vulkan space runs on '" + vulkan::default_context().info().name +
+                                "' for " + std::string(to_string(p.type)));
+    } else {
+      // One own kernel per op: tuning is a contest with generated kernels or nothing.
+      if (gen.empty())
+        throw unsupported_error("the Vulkan search space covers gemm only, not " + p.op +
+                                (with_generated ? "; other ops are tuned against accepted generated kernels of the "
+                                                  "exact problem, and there are none (kforge gen --op " + p.op + " ...)"
+                                                : std::string()));
+#if defined(KFORGE_HAS_LLM)
+      out.push_back(tune::builtin_vulkan_candidate(p));  // timed the way the generated ones are
+#endif
+    }
+    for (auto& g : gen) out.push_back(std::move(g));
     return out;
 #else
     throw unsupported_error("kforge was built without Vulkan (kforge::vulkan): no Vulkan search space");
@@ -116,7 +145,10 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
     if (reps < 1) throw usage("--reps must be >= 1");
     o.samples = static_cast<int>(reps);
     const std::string family = values.count("policy") ? values.at("policy") : "cpu";
-    const std::vector<tune::candidate> cands = candidates_for(p, family, policies);
+    const bool with_generated = std::find(flags.begin(), flags.end(), "no-generated") == flags.end();
+    const std::vector<tune::candidate> cands = candidates_for(p, family, policies, with_generated);
+    const int generated_n = static_cast<int>(
+        std::count_if(cands.begin(), cands.end(), [](const tune::candidate& c) { return tune::is_generated(c.cfg); }));
     tune::tuning_cache cache;
     cache.prepare();  // an unwritable cache is an environment problem, found before tuning
     const tune::device_identity id = identity_for(family);
@@ -125,7 +157,9 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
     const bool bar = !json && ::isatty(STDOUT_FILENO);
     if (!json)
       std::cout << "tuning " << describe(p) << " (bucket " << key.bucket << ") on " << key.device << ": "
-                << cands.size() << " candidates, strategy " << o.strategy << ", budget " << fmt("%g", o.budget_s)
+                << cands.size() << " candidates"
+                << (generated_n ? " (" + std::to_string(generated_n) + " generated kernels)" : std::string())
+                << ", strategy " << o.strategy << ", budget " << fmt("%g", o.budget_s)
                 << " s" << (o.max_trials ? ", at most " + std::to_string(o.max_trials) + " trials" : "") << "\n"
                 << std::flush;
     if (bar)
@@ -165,7 +199,8 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
       w.field("shape", tune::dims_text(p.dims)).field("bucket", key.bucket).field("device", key.device);
       w.field("driver", key.driver).field("kforge", key.kforge).field("family", family);
       w.field("strategy", o.strategy).field("budget_s", o.budget_s).field("max_trials", o.max_trials);
-      w.field("candidates", static_cast<int>(cands.size())).field("trials_run", static_cast<int>(r.trials.size()));
+      w.field("candidates", static_cast<int>(cands.size())).field("generated_candidates", generated_n);
+      w.field("trials_run", static_cast<int>(r.trials.size()));
       w.field("trials_ok", ok_n).field("trials_invalid", invalid_n).field("trials_error", error_n);
       w.field("timed_runs", r.timed_runs).field("elapsed_s", r.elapsed_s).field("stopped_by", r.stopped_by);
       w.field("found", r.found);

@@ -149,12 +149,15 @@ std::map<std::string, std::string> command_help = {
                           "--roofline FILE.svg writes the roofline chart with the measured points; --remeasure-roofline\n"
                           "probes again (do it on an idle machine: the probes use every core).\n") + op_help},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
-                         "                   [--budget SECONDS] [--trials N] [--reps N] [--json]\n\n"
+                         "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
                          "Validates every candidate of the family's search space with the 10-case suite, times the\n"
                          "valid ones (warm-up, N samples, median; default 9), re-validates the winner and stores it in\n"
                          "the tuning cache (KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else ~/.cache/kforge) for\n"
                          "the problem's shape bucket (each dim rounded up to a power of two); every trial goes to\n"
-                         "history.csv. FAMILY: cpu (default: blocked and threaded), blocked, threaded, eigen.\n"
+                         "history.csv. FAMILY: cpu (default: blocked and threaded), blocked, threaded, eigen, vulkan.\n"
+                         "vulkan: kforge's Vulkan gemm configs (gemm) or its own Vulkan kernel (other ops), and the\n"
+                         "accepted generated kernels of exactly this problem (kforge gen's c_ records), each named\n"
+                         "generated:<record file>; --no-generated leaves those out. Other ops need at least one.\n"
                          "Strategies: halving (default; successive halving), grid (every candidate), descent\n"
                          "(coordinate descent from the default). --budget (default 60) and --trials bound the search.\n"
                          "Exit 1 if no candidate passed validation.\n") + op_help},
@@ -184,7 +187,8 @@ const std::vector<std::string> value_options = {"kernel", "provider", "model", "
                                                 "request", "response", "op", "shape", "dtype", "policy", "epilogue", "alpha", "beta", "slope",
                                                 "stride", "pad", "dilation", "groups", "axis", "eps", "reps", "seed", "vs",
                                                 "strategy", "budget", "trials", "device", "roofline"};
-const std::vector<std::string> flag_options = {"force", "json", "causal", "col-major-a", "col-major-b", "help", "quick", "remeasure-roofline"};
+const std::vector<std::string> flag_options = {"force", "json", "causal", "col-major-a", "col-major-b", "help", "quick", "remeasure-roofline",
+                                               "no-generated"};
 
 args parse_args(int argc, char** argv) {
   args a;

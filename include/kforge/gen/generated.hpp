@@ -17,6 +17,8 @@
 #error "kforge/gen/*.hpp are private headers: include <kforge/gen.hpp>"
 #endif
 
+#include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -42,24 +44,52 @@ inline void execute_generated(const problem& p, std::vector<host_tensor>& ts) {
   slot->run(p, ts);
 }
 
-/// Candidates the tuner can time next to its own: one per accepted record of
-/// the problem (name "generated:<record file>").
+/// A generated kernel as a candidate the tuner can time next to its own
+/// (tune/generated_space.hpp turns it into a tune::candidate).
 struct generated_candidate {
-  std::string name;
-  std::function<void(const problem&, std::vector<host_tensor>&)> execute;
+  std::string name;    ///< "generated:<record file>"
+  std::string record;  ///< the record's file name in records_dir()
+  executor execute;    ///< runs the kernel on the default Vulkan context (guarded runner)
+  /// GPU timestamp seconds of the last execute()'s dispatch, or -1 without timestamps.
+  std::function<double()> device_seconds;
 };
+
+/// A candidate running a contract kernel (`glsl`, dispatched as `label`)
+/// through the guarded runner on the default Vulkan context. The runner is
+/// made on first use (for the problem it is first run on) and shared by
+/// copies of the candidate.
+inline generated_candidate contract_candidate(std::string name, std::string record, std::string label, std::string glsl) {
+  auto runner = std::make_shared<std::unique_ptr<kernel_runner>>();
+  generated_candidate c;
+  c.name = std::move(name);
+  c.record = std::move(record);
+  c.execute = [label = std::move(label), glsl = std::move(glsl), runner](const problem& q, std::vector<host_tensor>& ts) {
+    if (!*runner) *runner = std::make_unique<kernel_runner>(vulkan::default_context(), q, label, glsl);
+    (*runner)->run(q, ts);
+  };
+  c.device_seconds = [runner] {
+    const double ms = *runner ? (*runner)->last_device_ms() : -1.0;
+    return ms >= 0 ? ms * 1e-3 : -1.0;
+  };
+  return c;
+}
+
+/// The candidate of one accepted record ("generated:<record file>").
+inline generated_candidate candidate_from_record(const generation_record& r) {
+  const std::string file = std::filesystem::path(r.path).filename().string();
+  return contract_candidate("generated:" + file, file, "generated_" + r.prob.op, r.extracted_glsl);
+}
+
+/// One candidate per accepted record of exactly problem p (whatever source
+/// spec it was generated from), newest first.
 inline std::vector<generated_candidate> tuner_candidates(const problem& p) {
   std::vector<generated_candidate> out;
   const std::string prefix = record_prefix(true, p) + "_h";
   for (const auto& r : list_records('c')) {
-    if (std::filesystem::path(r.path).filename().string().rfind(prefix, 0) != 0 || r.extracted_glsl.empty()) continue;
-    const std::string glsl = r.extracted_glsl;
-    auto runner = std::make_shared<std::unique_ptr<kernel_runner>>();
-    out.push_back({"generated:" + std::filesystem::path(r.path).filename().string(),
-                   [glsl, runner](const problem& q, std::vector<host_tensor>& ts) {
-                     if (!*runner) *runner = std::make_unique<kernel_runner>(vulkan::default_context(), q, "generated_" + q.op, glsl);
-                     (*runner)->run(q, ts);
-                   }});
+    if (std::filesystem::path(r.path).filename().string().rfind(prefix, 0) != 0 || !r.correct() ||
+        r.extracted_glsl.empty())
+      continue;
+    out.push_back(candidate_from_record(r));
   }
   return out;
 }

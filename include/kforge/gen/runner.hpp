@@ -205,6 +205,26 @@ class kernel_runner {
     return ms;
   }
 
+  /// GPU timestamp time in ms of the last run()'s dispatch (transfers and
+  /// guard checks not counted), or -1 where the queue has no timestamps.
+  double last_device_ms() const { return last_device_ms_; }
+
+  /// Records the kernel into s on the caller's buffers (inputs in call order,
+  /// output last; dense row-major in the contract's element type), with no
+  /// guards and no copies: for running an admitted kernel on device tensors.
+  /// s must be a stream of the context this runner was made for.
+  void record(vulkan::stream& s, const problem& p, const std::vector<vulkan::buffer_ref>& operands) const {
+    const kernel_contract c = contract_for(p);
+    if (operands.size() != c.bindings.size())
+      throw argument_error("kforge::gen: " + p.op + " kernel needs " + std::to_string(c.bindings.size()) + " buffers, got " +
+                           std::to_string(operands.size()));
+    const launch l = make_launch(p, refl_.local_size, refl_.tile_m, refl_.tile_n, refl_.tile);
+    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0) return;
+    std::vector<vulkan::binding> binds;
+    for (std::size_t i = 0; i < operands.size(); ++i) binds.push_back({operands[i], i + 1 == operands.size()});
+    s.dispatch(*pipe_, binds, l.push.data(), static_cast<std::uint32_t>(l.push.size()), l.grid, name_);
+  }
+
  private:
   struct guarded {
     vulkan::buffer_slice dev, staging;
@@ -273,17 +293,12 @@ class kernel_runner {
     const auto t0 = std::chrono::steady_clock::now();
     s.run();
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (ms_out) {
-      std::vector<double> t;
-      for (const auto& d : s.timings())
-        if (d.label == name_ && d.ms >= 0) t.push_back(d.ms);
-      if (t.empty()) {
-        *ms_out = wall_ms / reps;  // no timestamps: wall time includes the copies
-      } else {
-        std::sort(t.begin(), t.end());
-        *ms_out = t[t.size() / 2];
-      }
-    }
+    std::vector<double> t;
+    for (const auto& d : s.timings())
+      if (d.label == name_ && d.ms >= 0) t.push_back(d.ms);
+    std::sort(t.begin(), t.end());
+    last_device_ms_ = t.empty() ? -1.0 : t[t.size() / 2];
+    if (ms_out) *ms_out = t.empty() ? wall_ms / reps : last_device_ms_;  // no timestamps: wall time includes the copies
     for (std::size_t i = 0; i < bufs.size(); ++i) {
       const guarded& g = bufs[i];
       const auto* m = static_cast<const std::uint8_t*>(g.staging.mapped());
@@ -323,6 +338,7 @@ class kernel_runner {
   std::vector<std::uint32_t> spirv_;
   kernel_reflection refl_;
   const vulkan::pipeline* pipe_ = nullptr;
+  double last_device_ms_ = -1;
 };
 
 /// FNV-1a of the SPIR-V words (the record's spirv_hash).

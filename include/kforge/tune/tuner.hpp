@@ -21,6 +21,13 @@
 //            default: time every candidate that differs from the current best
 //            in one key, move to the best of them if it is faster by more
 //            than the noise, stop when no neighbour is. Far fewer trials.
+//
+// Off-grid candidates — those whose config keys differ from the default's,
+// such as generated kernels (tune/generated_space.hpp) next to a backend's
+// knob grid — are no point of the grid: halving takes them right after the
+// default, so a trial budget does not skip them (there are few, and each was
+// costly to obtain), and descent, which only walks the grid, times each of
+// them once after it stops.
 #pragma once
 
 #include <algorithm>
@@ -214,14 +221,26 @@ inline void run_grid(search& s) {
   }
 }
 
+/// Whether candidate i's config has other keys than the default's (see the header comment).
+inline bool off_grid(const std::vector<candidate>& cands, std::size_t i) {
+  const auto dflt = std::find_if(cands.begin(), cands.end(), [](const candidate& c) { return c.is_default; });
+  if (dflt == cands.end()) return false;
+  const config &a = cands[i].cfg, &b = dflt->cfg;
+  if (a.size() != b.size()) return true;
+  for (std::size_t k = 0; k < a.size(); ++k)
+    if (a[k].first != b[k].first) return true;
+  return false;
+}
+
 /// Candidate order for a search that may not see every candidate: the
-/// default first, the rest in a seeded shuffle (so a trial budget samples the
-/// whole space rather than its first rows).
+/// default first, then the off-grid ones, the rest in a seeded shuffle (so a
+/// trial budget samples the whole space rather than its first rows).
 inline std::vector<std::size_t> sample_order(const search& s) {
   std::vector<std::size_t> order(s.cands.size());
   std::iota(order.begin(), order.end(), 0);
   std::mt19937_64 g(s.opt.seed);
   std::shuffle(order.begin(), order.end(), g);
+  std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return off_grid(s.cands, i); });
   std::stable_partition(order.begin(), order.end(), [&](std::size_t i) { return s.cands[i].is_default; });
   return order;
 }
@@ -275,22 +294,13 @@ inline void run_descent(search& s) {
   s.planned = 1;
   for (const auto& [k, v] : s.cands[cur].cfg) {
     std::vector<std::string> values;
-    for (const auto& c : s.cands)
-      if (auto x = config_value(c.cfg, k); std::find(values.begin(), values.end(), x) == values.end()) values.push_back(x);
+    for (std::size_t i = 0; i < n; ++i)
+      if (auto x = config_value(s.cands[i].cfg, k);
+          !off_grid(s.cands, i) && std::find(values.begin(), values.end(), x) == values.end())
+        values.push_back(x);
     s.planned += static_cast<int>(values.size()) - 1;
   }
-  if (s.opt.max_trials > 0) s.planned = std::min(s.planned, s.opt.max_trials);
-  if (!s.may_start_trial()) return;
-  if (!s.evaluate(cur, s.opt.samples, s.opt.warmup)) {
-    // The default is unusable: start from the first candidate that works.
-    bool found = false;
-    for (std::size_t i = 0; i < n && !found; ++i) {
-      if (i == cur || s.trial_of.count(i)) continue;
-      if (!s.may_start_trial()) return;
-      if (s.evaluate(i, s.opt.samples, s.opt.warmup)) cur = i, found = true;
-    }
-    if (!found) return;
-  }
+  for (std::size_t i = 0; i < n; ++i) s.planned += off_grid(s.cands, i);
   auto differs_in_one = [&](std::size_t a, std::size_t b) {
     const config &x = s.cands[a].cfg, &y = s.cands[b].cfg;
     if (x.size() != y.size()) return false;
@@ -298,6 +308,18 @@ inline void run_descent(search& s) {
     for (std::size_t i = 0; i < x.size(); ++i) d += x[i] != y[i];
     return d == 1;
   };
+  if (s.opt.max_trials > 0) s.planned = std::min(s.planned, s.opt.max_trials);
+  if (!s.may_start_trial()) return;
+  if (!s.evaluate(cur, s.opt.samples, s.opt.warmup)) {
+    // The default is unusable: start from the first candidate that works.
+    bool found = false;
+    for (std::size_t i = 0; i < n && !found; ++i) {
+      if (i == cur || s.trial_of.count(i) || off_grid(s.cands, i)) continue;
+      if (!s.may_start_trial()) return;
+      if (s.evaluate(i, s.opt.samples, s.opt.warmup)) cur = i, found = true;
+    }
+    if (!found) goto off;
+  }
   for (;;) {
     std::size_t best = cur;
     for (std::size_t i = 0; i < n; ++i) {
@@ -310,6 +332,12 @@ inline void run_descent(search& s) {
     const double margin = search::noise(s.timed[cur]) + search::noise(s.timed[best]);
     if (s.timed[best].median_s >= s.timed[cur].median_s * (1.0 - margin)) break;
     cur = best;
+  }
+off:
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!off_grid(s.cands, i) || s.trial_of.count(i)) continue;
+    if (!s.may_start_trial()) break;
+    s.evaluate(i, s.opt.samples, s.opt.warmup);
   }
 done:
   return;

@@ -1,0 +1,99 @@
+// kforge/tune/generated_space.hpp — kernels admitted by kforge::gen as tuner
+// candidates, next to kforge's own.
+//
+// A generated candidate is one accepted record (c_*.json in the generation
+// cache) for exactly the problem being tuned: name "generated:<record file>",
+// family "generated", config {"policy": "generated", "record": <file>}. Its
+// executor runs the record's kernel on the default Vulkan context through
+// gen's guarded runner, and its device_seconds() is that dispatch's GPU
+// timestamp time, as the Vulkan gemm candidates report theirs. Like every
+// candidate it passes the 10-case suite before it is timed: a record that was
+// edited or planted in the cache without going through the gate is
+// "invalid" (or "error" if it no longer compiles) and cannot win.
+//
+// A cached generated winner: the entry's family is "generated", its
+// candidate "generated:<file>", and record() adds to its config the best of
+// kforge's own candidates of that run as a fallback ("fallback": its name,
+// "fallback.<key>": each key of its config). A resolver runs the record's
+// kernel where it can (generated_executor below: this build has kforge::gen,
+// the record is still an accepted one, the call is the record's problem) and
+// otherwise runs generated_fallback(cfg), an ordinary config of the space.
+//
+// The config helpers are in tune/record.hpp, so that policy::autotune reads
+// a generated entry without this header; the candidates and the executor
+// here exist where kforge::llm and kforge::vulkan are linked (KFORGE_HAS_LLM
+// and KFORGE_HAS_VULKAN; empty otherwise), and bring kforge/gen.hpp.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kforge/tune/record.hpp"  // is_generated, generated_record, generated_fallback
+
+#if defined(KFORGE_HAS_LLM) && defined(KFORGE_HAS_VULKAN)
+
+#include "kforge/gen.hpp"
+
+namespace kforge::tune {
+
+/// The tuner's candidate for one of gen::tuner_candidates(p).
+inline candidate generated_candidate(gen::generated_candidate g) {
+  candidate c;
+  c.name = g.name;
+  c.family = std::string(generated_family);
+  c.cfg = {{"policy", std::string(generated_family)}, {"record", g.record}};
+  c.run = std::move(g.execute);
+  c.device_seconds = std::move(g.device_seconds);
+  return c;
+}
+
+/// kforge's own Vulkan kernel for p's op in the contract's form
+/// (gen::template_source, what the gate benchmarks generated kernels
+/// against), run and timed exactly like a generated candidate: same runner,
+/// GPU time of the dispatch alone. Named and configured "vulkan" (it stands
+/// for policy::vulkan<>), it is the default of a contest between kforge's
+/// kernel and generated ones for the ops whose Vulkan space is no knob grid
+/// (every op but gemm, whose space is tune/vulkan_space.hpp's).
+inline candidate builtin_vulkan_candidate(const problem& p) {
+  candidate c = generated_candidate(gen::contract_candidate("vulkan", "", "kforge_" + p.op, gen::template_source(p)));
+  c.family = "vulkan";
+  c.cfg = {{"policy", "vulkan"}};
+  c.is_default = true;
+  return c;
+}
+
+/// Every accepted generated kernel for exactly problem p, as candidates
+/// (empty when there is none; records_dir() is where they are looked for).
+inline std::vector<candidate> generated_candidates(const problem& p) {
+  std::vector<candidate> out;
+  for (auto& g : gen::tuner_candidates(p)) out.push_back(generated_candidate(std::move(g)));
+  return out;
+}
+
+/// The executor of a cached generated winner for problem p, or nullopt (and
+/// why, in *why) when it cannot run here: the record is gone or no longer
+/// an accepted one, or p is not the problem it was admitted for. Then the
+/// resolver runs generated_fallback(cfg).
+inline std::optional<executor> generated_executor(const config& cfg, const problem& p, std::string* why = nullptr) {
+  auto refuse = [&](std::string reason) -> std::optional<executor> {
+    if (why) *why = std::move(reason);
+    return std::nullopt;
+  };
+  const std::string file = generated_record(cfg);
+  if (file.empty()) return refuse("not a generated config");
+  if (file.find('/') != std::string::npos || file.rfind(gen::record_prefix(true, p) + "_h", 0) != 0)
+    return refuse("record " + file + " is not an accepted kernel for " + describe(p));
+  std::optional<gen::generation_record> rec;
+  try {
+    rec = gen::load_record(gen::records_dir() / file);
+  } catch (const std::exception& e) {
+    return refuse("record " + file + " cannot be read: " + e.what());
+  }
+  if (!rec->correct() || rec->extracted_glsl.empty()) return refuse("record " + file + " is not an accepted kernel");
+  return gen::candidate_from_record(*rec).execute;
+}
+
+}  // namespace kforge::tune
+
+#endif  // KFORGE_HAS_LLM && KFORGE_HAS_VULKAN
