@@ -21,6 +21,7 @@ std::string vulkan_problem() {
 void register_vulkan(std::vector<policy_entry>& out) {
   policy_entry e{"vulkan", "", &execute<policy::vulkan<>>};
   e.unavailable = [] { return vulkan_problem(); };
+  e.device_seconds = [] { return vulkan::last_call_seconds(); };  // the kernels' GPU time, no transfers
   try {
     e.detail = vulkan::default_context().info().name;
   } catch (const std::exception&) {

@@ -4,7 +4,9 @@
 // compute(op, args)) and adds overloads for device tensors:
 //
 //   run<policy::vulkan<>>(op, A, B, C)          host views: upload, run,
-//                                               download in one submission
+//                                               download in one submission;
+//                                               last_call_seconds() is the GPU
+//                                               time of its kernels
 //   run<policy::vulkan<>>(op, dA, dB, dC)       device_tensor: no host copy
 //   vulkan::record<policy::vulkan<>>(s, op, dA, dB, dC)   into a stream
 //
@@ -26,6 +28,7 @@
 #include <array>
 #include <deque>
 #include <type_traits>
+#include <vector>
 
 #include "kforge/ops/ops.hpp"
 #include "kforge/policy/policy.hpp"
@@ -130,6 +133,23 @@ void record_split(stream& s, const Op& op, std::tuple<Ts&...> ts, std::index_seq
   record_device<Impl>(s, op, std::get<sizeof...(Ts) - 1>(ts), std::get<I>(ts)...);
 }
 
+inline double& last_call_seconds_slot() {
+  thread_local double s = -1;
+  return s;
+}
+
+/// GPU seconds of the dispatches of a completed submission, leaving out its
+/// uploads and downloads; -1 when a dispatch was not timed.
+inline double kernel_seconds(const std::vector<dispatch_timing>& ts) {
+  double ms = 0;
+  for (const auto& t : ts)
+    if (!t.transfer) {
+      if (t.ms < 0) return -1;
+      ms += t.ms;
+    }
+  return ms * 1e-3;
+}
+
 /// Host-view calls: one stream, temporaries for every operand, one submission.
 template <class T>
 struct host_call {
@@ -153,6 +173,7 @@ struct host_call {
   void finish(const device_tensor<D>& o, const tensor_view<T>& dst) {
     const void* p = o.record_download(s);
     s.run();
+    last_call_seconds_slot() = kernel_seconds(s.timings());
     if (p) vulkan::detail::unpack(static_cast<const D*>(p), dst);
   }
 };
@@ -169,6 +190,12 @@ struct operands {
 };
 
 }  // namespace detail
+
+/// GPU time (timestamps) of the kernels of the last host-view
+/// run<policy::vulkan<...>>(op, host data...) on this thread: its dispatches
+/// only, not the uploads and downloads around them; -1 when the device has no
+/// timestamps (or before the first call). What `kforge bench` reports as GPU time.
+inline double last_call_seconds() { return detail::last_call_seconds_slot(); }
 
 /// Records op on device tensors (inputs..., output) into stream s; nothing
 /// runs until s.submit(). Policy defaults to policy::vulkan<>.

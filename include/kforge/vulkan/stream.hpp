@@ -40,7 +40,8 @@ struct binding {
 
 struct dispatch_timing {
   std::string label;
-  double ms = -1;  // -1: not timed (no timestamp support, or over capacity)
+  double ms = -1;         // -1: not timed (no timestamp support, or over capacity)
+  bool transfer = false;  // a copy() (vkCmdCopyBuffer: uploads, downloads), not a dispatch
 };
 
 class stream {
@@ -133,7 +134,7 @@ class stream {
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
-    labels_.push_back({"copy " + std::to_string(bytes) + " B", timed});
+    labels_.push_back({"copy " + std::to_string(bytes) + " B", timed, true});
     ++copies_;
   }
 
@@ -227,7 +228,7 @@ class stream {
                                   ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
             "vkGetQueryPoolResults");
     for (std::size_t i = 0; i < labels_.size(); ++i) {
-      dispatch_timing t{labels_[i].label, -1};
+      dispatch_timing t{labels_[i].label, -1, labels_[i].transfer};
       if (labels_[i].timed && submits_ && !in_flight_)
         t.ms = static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * ctx_->info().timestamp_period_ns * 1e-6;
       out.push_back(std::move(t));
@@ -244,6 +245,7 @@ class stream {
   struct label_rec {
     std::string label;
     bool timed = false;
+    bool transfer = false;
   };
 
   void begin() {
