@@ -191,6 +191,21 @@ class file_lock {
   int fd_ = -1;
 };
 
+/// Renames a file that does not parse to <file>.corrupt-<unix time>[-n], so
+/// that nothing overwrites it; returns the new name, or "" (and why in `why`)
+/// when it could not be moved.
+inline std::filesystem::path set_aside(const std::filesystem::path& file, std::string& why) {
+  const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch()).count();
+  std::filesystem::path aside = file.string() + ".corrupt-" + std::to_string(stamp);
+  for (int i = 1; std::filesystem::exists(aside); ++i)
+    aside = file.string() + ".corrupt-" + std::to_string(stamp) + "-" + std::to_string(i);
+  std::error_code ec;
+  std::filesystem::rename(file, aside, ec);
+  why = ec ? ec.message() : "";
+  return ec ? std::filesystem::path() : aside;
+}
+
 inline std::string csv_field(std::string_view s) {
   std::string out = "\"";
   for (char c : s) out += c == '"' ? std::string("\"\"") : std::string(1, c == '\n' ? ' ' : c);
@@ -341,13 +356,8 @@ class tuning_cache {
     if (!corrupt) return es;
     bool exists = false;
     const std::string text = detail::read_file(file(), exists);
-    const auto stamp = std::chrono::duration_cast<std::chrono::seconds>(
-                           std::chrono::system_clock::now().time_since_epoch()).count();
-    std::filesystem::path aside = file().string() + ".corrupt-" + std::to_string(stamp);
-    for (int i = 1; std::filesystem::exists(aside); ++i)
-      aside = file().string() + ".corrupt-" + std::to_string(stamp) + "-" + std::to_string(i);
-    std::error_code ec;
-    std::filesystem::rename(file(), aside, ec);
+    std::string why;
+    const std::filesystem::path aside = detail::set_aside(file(), why);
     // Salvage: the writer puts one entry per line, so every line that parses
     // on its own as an entry survives whatever happened to the others.
     simdjson::dom::parser parser;
@@ -362,7 +372,7 @@ class tuning_cache {
       if (auto e = detail::entry_from(el, why)) es.push_back(std::move(*e));
     }
     warn("tuning cache " + file().string() + " is corrupt or truncated; " +
-         (ec ? "could not move it aside (" + ec.message() + ")" : "moved to " + aside.string()) + ", " +
+         (aside.empty() ? "could not move it aside (" + why + ")" : "moved to " + aside.string()) + ", " +
          std::to_string(es.size()) + " entries salvaged");
     write_locked(es);
     return es;
