@@ -24,25 +24,12 @@
 #if defined(KFORGE_TOOL_HAS_TUNE)
 // The tuner's commands, each in its own file (cmd_tune.cpp, cmd_cache.cpp,
 // cmd_roofline.cpp); they print their own one-line errors and return the exit code.
+#include "cmd_roofline.hpp"
 namespace kforge::tool {
 int cmd_tune(const problem& p, const std::map<std::string, std::string>& values, const std::vector<std::string>& flags,
              const std::vector<policy_entry>& policies);
 int cmd_cache(const std::string& sub, const std::map<std::string, std::string>& values,
               const std::vector<std::string>& flags);
-struct roofline_case {
-  std::string policy;
-  double seconds = 0;
-};
-struct roofline_report {
-  bool available = false;
-  std::string why;
-  double intensity = 0, bound_flops = 0, bandwidth = 0, peak = 0;
-  std::string measured_at, device;
-};
-roofline_report roofline_for(const problem& p, bool remeasure);
-double roofline_fraction(const roofline_report& r, const problem& p, const std::string& policy, double seconds);
-void write_roofline_svg(const roofline_report& r, const problem& p, const std::vector<roofline_case>& cases,
-                        const std::string& file);
 }  // namespace kforge::tool
 #endif
 
@@ -144,10 +131,13 @@ std::map<std::string, std::string> command_help = {
     {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
                           "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
-                          "Each case also gets its arithmetic intensity, the roofline bound from the device's bandwidth\n"
-                          "and peak measured by kforge's probes (once, cached in the cache dir) and the fraction reached;\n"
-                          "--roofline FILE.svg writes the roofline chart with the measured points; --remeasure-roofline\n"
-                          "probes again (do it on an idle machine: the probes use every core).\n") + op_help},
+                          "Each case also gets its arithmetic intensity, the roofline bound from its device's bandwidth\n"
+                          "and peak measured by kforge's probes (once per device, cached in the cache dir: the CPU for\n"
+                          "CPU policies, the Vulkan device for vulkan) and the fraction reached. A vulkan row's median\n"
+                          "is wall time with uploads and downloads; its fraction uses the kernels' GPU time (timestamps,\n"
+                          "gpu_median_ms in --json). --roofline FILE.svg writes one chart with each device's roof and its\n"
+                          "points; --remeasure-roofline probes again (do it on an idle machine: the probes use every\n"
+                          "core, or the whole GPU).\n") + op_help},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
                          "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
                          "Validates every candidate of the family's search space with the 10-case suite, times the\n"
@@ -331,19 +321,24 @@ void require_available(const policy_entry& e) {
 struct timing {
   double median_s = 0, min_s = 0;
   int reps = 0;
+  double device_median_s = -1;  ///< median of the device's own time of each run (GPU timestamps), -1 if none
 };
 
-/// Median wall time of `reps` runs after one warm-up, on fresh output buffers.
+/// Median wall time of `reps` runs after one warm-up, on fresh output buffers;
+/// and the median of the device's own times where the policy reports them
+/// (Vulkan: the kernels' GPU time, without the uploads and downloads).
 timing time_policy(const policy_entry& e, const kf::problem& p, std::vector<kf::host_tensor> ts, int reps) {
   e.execute(p, ts);  // warm-up: compiles shaders, fills caches, wakes threads
-  std::vector<double> t;
+  std::vector<double> t, dev;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = std::chrono::steady_clock::now();
     e.execute(p, ts);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (const double d = e.device_seconds(); d >= 0) dev.push_back(d);
   }
   std::sort(t.begin(), t.end());
-  return {t[t.size() / 2], t.front(), reps};
+  std::sort(dev.begin(), dev.end());
+  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? dev[dev.size() / 2] : -1.0};
 }
 
 std::string throughput(const kf::problem& p, double seconds, double* value = nullptr, std::string* unit = nullptr) {
@@ -485,8 +480,21 @@ int cmd_bench(const args& a) {
   const double peer = rows.front().t.median_s;
   bool all_ok = true;
 #if defined(KFORGE_TOOL_HAS_TUNE)
-  // Roofline of the device (probed once, cached): intensity, bound, fraction.
-  const kf::tool::roofline_report roof = kf::tool::roofline_for(p, a.has("remeasure-roofline"));
+  // The roofline of each device the policies ran on (probed once, cached):
+  // intensity, bound, fraction. A Vulkan row's fraction uses the kernels' GPU
+  // time where the device has timestamps (its median_ms is wall time and
+  // includes the uploads and downloads), else the wall time.
+  std::vector<kf::tool::roofline_report> roofs;
+  roofs.reserve(2);  // one per target: references into it stay valid
+  auto roof_of = [&](const std::string& policy) -> const kf::tool::roofline_report& {
+    const std::string target = kf::tool::roofline_target(policy);
+    for (const auto& r : roofs)
+      if (r.target == target) return r;
+    roofs.push_back(kf::tool::roofline_for(p, target, a.has("remeasure-roofline")));
+    return roofs.back();
+  };
+  for (const auto& r : rows) (void)roof_of(r.name);
+  auto roof_seconds = [](const row& r) { return r.t.device_median_s >= 0 ? r.t.device_median_s : r.t.median_s; };
 #endif
   kf::json_writer w;
   w.begin_object().field("problem", kf::describe(p)).field("vs", vs).field("reps", reps).key("results").begin_array();
@@ -495,11 +503,15 @@ int cmd_bench(const args& a) {
     all_ok = all_ok && r.c.passed;
     const double ratio = peer / r.t.median_s;
     w.begin_object().field("policy", r.name).field("detail", r.detail).field("median_ms", r.t.median_s * 1e3);
+    if (r.t.device_median_s >= 0) w.field("gpu_median_ms", r.t.device_median_s * 1e3);
     w.field("throughput", r.tp).field("unit", r.unit).field("ratio_vs_peer", ratio).field("max_rel_err", r.c.max_rel_err);
     w.field("within_tolerance", r.c.passed);
 #if defined(KFORGE_TOOL_HAS_TUNE)
-    if (const double f = kf::tool::roofline_fraction(roof, p, r.name, r.t.median_s); f >= 0)
-      w.field("arithmetic_intensity", roof.intensity).field("attainable_gflops", roof.bound_flops / 1e9).field("fraction_of_roofline", f);
+    const auto& roof = roof_of(r.name);
+    if (const double f = kf::tool::roofline_fraction(roof, p, roof_seconds(r)); f >= 0)
+      w.field("roofline_device", roof.device).field("arithmetic_intensity", roof.intensity)
+          .field("attainable_gflops", roof.bound_flops / 1e9).field("fraction_of_roofline", f)
+          .field("roofline_time", r.t.device_median_s >= 0 ? "gpu" : "wall");
 #endif
     w.end_object();
     if (!a.has("json"))
@@ -508,25 +520,41 @@ int cmd_bench(const args& a) {
   }
   w.end_array();
 #if defined(KFORGE_TOOL_HAS_TUNE)
-  if (roof.available) {
-    w.key("roofline").begin_object().field("device", roof.device).field("bandwidth_gbs", roof.bandwidth / 1e9);
-    w.field("peak_gflops", roof.peak / 1e9).field("measured_at", roof.measured_at).field("arithmetic_intensity", roof.intensity);
-    w.field("attainable_gflops", roof.bound_flops / 1e9).end_object();
-    if (!a.has("json")) {
-      std::printf("roofline: %.1f GB/s, %.1f GFLOP/s (kforge probes, %s); intensity %.3g flop/B, attainable %.2f GFLOP/s\n",
-                  roof.bandwidth / 1e9, roof.peak / 1e9, roof.measured_at.c_str(), roof.intensity, roof.bound_flops / 1e9);
-      for (const auto& r : rows)
-        if (const double f = kf::tool::roofline_fraction(roof, p, r.name, r.t.median_s); f >= 0)
-          std::printf("  %-10s %6.1f%% of attainable\n", r.name.c_str(), 100 * f);
+  w.key("rooflines").begin_array();
+  for (const auto& roof : roofs) {
+    if (!roof.available) {
+      w.begin_object().field("target", roof.target).field("unavailable", roof.why).end_object();
+      if (!a.has("json")) std::printf("roofline %s: unavailable (%s)\n", roof.target.c_str(), roof.why.c_str());
+      continue;
     }
-  } else if (!a.has("json")) {
-    std::printf("roofline: unavailable (%s)\n", roof.why.c_str());
+    w.begin_object().field("target", roof.target).field("device", roof.device).field("bandwidth_gbs", roof.bandwidth / 1e9);
+    w.field("peak_gflops", roof.peak / 1e9);
+    if (roof.peak_f16 > 0) w.field("peak_f16_gflops", roof.peak_f16 / 1e9);
+    w.field("measured_at", roof.measured_at).field("method", roof.method).field("arithmetic_intensity", roof.intensity);
+    w.field("attainable_gflops", roof.bound_flops / 1e9).field("f16_roof", roof.f16_roof).end_object();
+    if (a.has("json")) continue;
+    std::printf("roofline %s: %.1f GB/s, %.1f GFLOP/s", roof.device.c_str(), roof.bandwidth / 1e9, roof.peak / 1e9);
+    if (roof.peak_f16 > 0) std::printf(" (f16 %.1f)", roof.peak_f16 / 1e9);
+    std::printf(" (kforge probes, %s); intensity %.3g flop/B, attainable %.2f GFLOP/s%s\n", roof.measured_at.c_str(),
+                roof.intensity, roof.bound_flops / 1e9, roof.f16_roof ? " (f16 roof)" : "");
+    for (const auto& r : rows) {
+      if (kf::tool::roofline_target(r.name) != roof.target) continue;
+      const double f = kf::tool::roofline_fraction(roof, p, roof_seconds(r));
+      if (f < 0) continue;
+      if (r.t.device_median_s >= 0)
+        std::printf("  %-10s %6.1f%% of attainable (GPU time of the kernels, %.4f ms median; wall %.4f ms includes transfers)\n",
+                    r.name.c_str(), 100 * f, r.t.device_median_s * 1e3, r.t.median_s * 1e3);
+      else
+        std::printf("  %-10s %6.1f%% of attainable (%s time)\n", r.name.c_str(), 100 * f,
+                    roof.target == "cpu" ? "wall" : "wall, with transfers: no GPU timestamps");
+    }
   }
+  w.end_array();
   if (auto svg = a.get("roofline")) {
     std::vector<kf::tool::roofline_case> cases;
-    for (const auto& r : rows) cases.push_back({r.name, r.t.median_s});
+    for (const auto& r : rows) cases.push_back({r.name, roof_seconds(r)});
     try {
-      kf::tool::write_roofline_svg(roof, p, cases, *svg);
+      kf::tool::write_roofline_svg(roofs, p, cases, *svg);
     } catch (const kf::error& e) {
       throw environment_error(e.what());
     }
