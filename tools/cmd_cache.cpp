@@ -2,8 +2,9 @@
 // holds (include/kforge/tune/cache.hpp, docs/TUNING.md).
 //
 //   list    one line per entry (device, op, dtype, bucket → candidate)
-//   show    every field of every entry, or of the entry this machine would
-//           use for --op/--shape/--dtype
+//   show    every field of every entry, or of the entries this machine would
+//           use for --op/--shape/--dtype (one per device: the CPU, and the
+//           Vulkan device where there is one)
 //   clear   removes every entry (or those whose device contains --device)
 // Exit codes: 0 ok, 1 `show` for a problem with no entry, 2 usage, 3 the
 // cache directory cannot be read or written.
@@ -16,6 +17,9 @@
 
 #include <kforge/tune/cache.hpp>
 #include <kforge/validate/problem.hpp>
+#if defined(KFORGE_HAS_VULKAN)
+#include <kforge/tune/vulkan_space.hpp>
+#endif
 
 namespace kforge::tool {
 namespace {
@@ -26,6 +30,20 @@ void entry_json(json_writer& w, const tune::cache_entry& e) {
   tune::write_config(w, e.cfg);
   w.field("shape", e.shape).field("median_s", e.median_s).field("strategy", e.strategy).field("trials", e.trials);
   w.field("tuned_at", e.tuned_at).end_object();
+}
+
+/// The devices of this machine that tuning entries can be for: the CPU, and
+/// the Vulkan device where there is one (the one `kforge tune --policy
+/// vulkan` and policy::autotune use).
+std::vector<tune::device_identity> local_devices() {
+  std::vector<tune::device_identity> ids{tune::cpu_identity()};
+#if defined(KFORGE_HAS_VULKAN)
+  try {
+    ids.push_back(tune::vulkan_identity(vulkan::default_context()));
+  } catch (const std::exception&) {  // no Vulkan device: its entries cannot be used here
+  }
+#endif
+  return ids;
 }
 }  // namespace
 
@@ -56,16 +74,18 @@ int cmd_cache(const std::string& sub, const std::map<std::string, std::string>& 
     std::vector<tune::cache_entry> es = cache.entries();
     bool wanted_one = false;
     if (sub == "show" && values.count("op")) {
-      // The entry this machine would use for the problem.
+      // The entries this machine would use for the problem: one per local device.
       problem p;
       p.op = values.at("op");
       if (!values.count("shape")) throw argument_error("cache show --op needs --shape");
       set_shape(p, values.at("shape"));
       if (values.count("dtype")) p.type = parse_dtype(values.at("dtype"));
-      const tune::cache_key k = tune::key_for(p);
-      std::erase_if(es, [&](const tune::cache_entry& e) { return !(e.key == k); });
+      std::vector<tune::cache_key> keys;
+      for (const auto& id : local_devices()) keys.push_back(tune::key_for(p, id));
+      std::erase_if(es, [&](const tune::cache_entry& e) { return std::find(keys.begin(), keys.end(), e.key) == keys.end(); });
       wanted_one = true;
-    } else if (values.count("device")) {
+    }
+    if (values.count("device")) {
       const std::string dev = values.at("device");
       std::erase_if(es, [&](const tune::cache_entry& e) { return e.key.device.find(dev) == std::string::npos; });
     }
@@ -88,10 +108,10 @@ int cmd_cache(const std::string& sub, const std::map<std::string, std::string>& 
                   << tune::config_json(e.cfg) << "\n  tuned on   " << e.shape << ", median " << e.median_s * 1e3
                   << " ms, " << e.strategy << " over " << e.trials << " trials, " << e.tuned_at << "\n";
       }
-      if (es.empty()) std::cout << "no entries" << (wanted_one ? " for this problem on this device" : "") << "\n";
+      if (es.empty()) std::cout << "no entries" << (wanted_one ? " for this problem on this machine's devices" : "") << "\n";
     }
     if (wanted_one && es.empty()) {
-      std::cerr << "kforge: no tuning for this problem on this device (run kforge tune)\n";
+      std::cerr << "kforge: no tuning for this problem on this machine's devices (run kforge tune)\n";
       return 1;
     }
     return 0;

@@ -152,9 +152,11 @@ std::map<std::string, std::string> command_help = {
                          "(coordinate descent from the default). --budget (default 60) and --trials bound the search.\n"
                          "Exit 1 if no candidate passed validation.\n") + op_help},
     {"cache", "usage: kforge cache list|show|clear [--op OP --shape SHAPE [--dtype T]] [--device TEXT] [--json]\n\n"
-              "list: one line per tuned (device, op, dtype, bucket). show: every field, or with --op/--shape\n"
-              "the entry this machine uses for that problem (exit 1 if none). clear: remove every entry, or\n"
-              "those whose device contains --device. See docs/TUNING.md for the format.\n"},
+              "list: one line per tuned (device, op, dtype, bucket), CPU and Vulkan alike. show: every field,\n"
+              "or with --op/--shape the entries this machine uses for that problem, one per device (the CPU,\n"
+              "and the Vulkan device where there is one; exit 1 if none). --device TEXT keeps the entries\n"
+              "whose device contains TEXT (e.g. --device vulkan). clear: remove every entry, or those whose\n"
+              "device contains --device. See docs/TUNING.md for the format.\n"},
     {"demo", "usage: kforge demo [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy,\nvalidates each with the 10-case suite, and prints policy, time, throughput, speed-up vs\nEigen and max error. --quick uses smaller shapes.\n"},
 };
 
