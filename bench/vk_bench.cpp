@@ -184,12 +184,15 @@ int main(int argc, char** argv) {
         if (c.kernel == vulkan::gemm_kernel::coopmat_f16) gemm_case<half>(ctx, "f16", 4096, &c);
     return 0;
   }
+  auto gemms = [&] {
   for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<float>(ctx, "f32", n);
   if (ctx.info().storage_16bit)
     for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<half>(ctx, "f16", n);
   gemm_case<float>(ctx, "f32", 4096, nullptr, true);
   if (ctx.info().storage_16bit) gemm_case<half>(ctx, "f16", 4096, nullptr, true);
 
+  };
+  auto memory = [&](vulkan::context& ctx, const std::string& suffix) {
   // Memory-bound cases: 8192 x 8192 f32 (256 MiB per tensor); GB/s counts each tensor read or written once.
   const index_t r = 8192;
   const auto hx = random_host<float>(static_cast<std::size_t>(r * r), 11, -4, 4);
@@ -200,19 +203,19 @@ int main(int argc, char** argv) {
   be.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 13), {r}));
   const double gb2 = 2.0 * r * r * 4 / 1e9, gb3 = 3.0 * r * r * 4 / 1e9;
   double ms = median_ms(ctx, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
-  result("copy_vkCmdCopyBuffer_256MiB", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("copy_vkCmdCopyBuffer_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
-  result("copy_256MiB", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("copy_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::relu>{}, x, y); });
-  result("relu_8192x8192_f32", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("relu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::gelu_tanh>{}, x, y); });
-  result("gelu_8192x8192_f32", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("gelu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::binary<float, binop::add>{}, x, x2, y); });
-  result("add_8192x8192_f32", ms, gb3 / (ms * 1e-3), "GB/s");
+  result(std::string("add_8192x8192_f32") + suffix, ms, gb3 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::softmax<float>{}, x, y); });
-  result("softmax_8192x8192_f32", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("softmax_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::layer_norm<float>{}, x, g, be, y); });
-  result("layer_norm_8192x8192_f32", ms, gb2 / (ms * 1e-3), "GB/s");
+  result(std::string("layer_norm_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
   {  // correctness of softmax on two rows against a double reference
     vulkan::stream s(ctx);
     vulkan::record(s, op::softmax<float>{}, x, y);
@@ -229,6 +232,20 @@ int main(int argc, char** argv) {
     std::printf("  softmax sampled max abs error %.2e (%s)\n", worst, worst < 1e-6 ? "ok" : "FAIL");
   }
 
+  };
+  // --mem-first: the memory-bound cases before the gemms (to see whether what
+  // ran before changes them).
+  // After the gemms the same cases run again on a fresh context ("_fresh_ctx").
+  if (mode == "--mem-first") {
+    memory(ctx, "");
+    gemms();
+  } else {
+    gemms();
+    memory(ctx, "");
+    vulkan::context fresh;
+    memory(fresh, "_fresh_ctx");
+  }
+  double ms = 0;
   if (ctx.info().storage_16bit) {  // attention B=8, H=16, S=L=2048, D=64, f16
     const index_t B = 8, H = 16, S = 2048, D = 64;
     const auto hq = random_host<half>(static_cast<std::size_t>(B * H * S * D), 21);
@@ -237,6 +254,29 @@ int main(int argc, char** argv) {
     k.upload(make_view(random_host<half>(hq.size(), 22), {B, H, S, D}));
     v.upload(make_view(random_host<half>(hq.size(), 23), {B, H, S, D}));
     ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::attention<half>{}, q, k, v, o); }, 5);
+    {  // two query rows of the first and last head against a double-precision reference
+      const auto hk = k.to_vector(), hv = v.to_vector(), ho = o.to_vector();
+      double worst = 0;
+      for (index_t bh : {index_t{0}, B * H - 1})
+        for (index_t row : {index_t{0}, S - 1}) {
+          std::vector<double> sc(static_cast<std::size_t>(S));
+          double mx = -1e300, sum = 0;
+          for (index_t j = 0; j < S; ++j) {
+            double dot = 0;
+            for (index_t e = 0; e < D; ++e)
+              dot += double(float(hq[(bh * S + row) * D + e])) * double(float(hk[(bh * S + j) * D + e]));
+            sc[j] = dot / std::sqrt(double(D));
+            mx = std::max(mx, sc[j]);
+          }
+          for (auto& x : sc) sum += (x = std::exp(x - mx));
+          for (index_t e = 0; e < D; ++e) {
+            double ref = 0;
+            for (index_t j = 0; j < S; ++j) ref += sc[j] / sum * double(float(hv[(bh * S + j) * D + e]));
+            worst = std::max(worst, std::fabs(double(float(ho[(bh * S + row) * D + e])) - ref));
+          }
+        }
+      std::printf("  attention sampled max abs error %.2e (%s)\n", worst, worst < 2e-3 ? "ok" : "FAIL");
+    }
     result("attention_b8h16s2048d64_f16", ms, 4.0 * B * H * S * S * D / (ms * 1e-3) / 1e12, "TFLOP/s");
   }
 

@@ -63,6 +63,7 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("attention", small ? "1x2x17x7" : "1x2x100x33", [](problem& p) { p.causal = true; });
   add("attention", small ? "1x1x7x17,33" : "1x2x7x17,100", [](problem& p) { p.causal = true; });
   add("attention", small ? "1x1x17x7,3" : "1x1x33x7,3", none);
+  add("attention", small ? "1x1x17x16" : "1x2x70x32", [](problem& p) { p.causal = true; });  // a tensor-core head dim
   return ps;
 }
 

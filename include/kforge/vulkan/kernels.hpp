@@ -440,12 +440,41 @@ inline void record_norm(stream& s, dtype dt, std::uint32_t wg, index_t rows, ind
              grid(static_cast<std::uint64_t>(cols ? rows : 0)), name);
 }
 
-/// Flash-style attention on dense [B·H, S, D] q, [B·H, L, D] k, [B·H, L, Dv] v.
+/// Whether attention on dt data with head dims d, dv runs on cooperative
+/// matrices (shaders::attention_coopmat) on device `info`.
+inline bool attention_coopmat_applies(const device_info& info, dtype dt, index_t d, index_t dv) {
+  if (!(dt == dtype::f16 && coopmat_f16_available(info) && d > 0 && dv > 0 && d % 16 == 0 && dv % 16 == 0 &&
+        d <= 64 && dv <= 64))
+    return false;
+  // The shader's shared arrays (64 query rows, 32 keys, 128 invocations): Qs, Ks, Vs, Ss, Ph + Pl, kf_red.
+  const std::uint64_t ud = static_cast<std::uint64_t>(d), udv = static_cast<std::uint64_t>(dv);
+  const std::uint64_t bytes = 64 * (ud / 8 + 1) * 16 + 32 * (ud / 8 + 1) * 16 + 32 * (udv / 8 + 1) * 16 +
+                              64 * (std::max<std::uint64_t>(udv, 32) + 4) * 4 + 2 * 64 * 40 * 2 + 128 * 4;
+  return bytes <= info.max_shared_memory;
+}
+
+/// Flash-style attention on dense [B·H, S, D] q, [B·H, L, D] k, [B·H, L, Dv] v:
+/// on cooperative matrices where attention_coopmat_applies (4 subgroups, 64
+/// query rows per workgroup), else the scalar kernel with workgroup size wg.
 inline void record_attention(stream& s, dtype dt, std::uint32_t wg, index_t bh, index_t sq, index_t l, index_t d,
                              index_t dv, float scale, bool causal, buffer_ref q, buffer_ref k, buffer_ref v_,
                              buffer_ref o) {
   using namespace detail;
   context& ctx = s.ctx();
+  struct {
+    std::uint32_t bh, s, l, d, dv;
+    float scale;
+    std::uint32_t causal;
+  } pc{u32(bh, "B*H"), u32(sq, "S"), u32(l, "L"), u32(d, "D"), u32(dv, "Dv"), scale, causal ? 1u : 0u};
+  u32(bh * std::max(sq, l) * std::max(d, dv), "elements");
+  if (attention_coopmat_applies(ctx.info(), dt, d, dv)) {
+    constexpr std::uint32_t warps = 4, rows = 16 * warps;
+    const auto v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
+    const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2}}, {32 * warps, pc.d, pc.dv});
+    const std::uint64_t blocks = static_cast<std::uint64_t>(bh) * ((static_cast<std::uint64_t>(sq) + rows - 1) / rows);
+    s.dispatch(p, {{q}, {k}, {v_}, {o, true}}, &pc, sizeof pc, grid(blocks), "attention");
+    return;
+  }
   check_wg(ctx, wg, "attention");
   const std::uint32_t maxd = std::max<std::uint32_t>(32, (u32(std::max(d, dv), "head dim") + 31) / 32 * 32);
   const std::uint64_t shared = 8ull * maxd + 8ull * wg;
@@ -454,13 +483,7 @@ inline void record_attention(stream& s, dtype dt, std::uint32_t wg, index_t bh, 
                             " need " + std::to_string(shared) + " bytes of shared memory; device '" + ctx.info().name +
                             "' allows " + std::to_string(ctx.info().max_shared_memory));
   const auto v = make_variant("attention_flash", shaders::attention, dt, {});
-  const auto& p = ctx.get_pipeline(v, {4, 28, {0, 1}}, {wg, maxd});
-  struct {
-    std::uint32_t bh, s, l, d, dv;
-    float scale;
-    std::uint32_t causal;
-  } pc{u32(bh, "B*H"), u32(sq, "S"), u32(l, "L"), u32(d, "D"), u32(dv, "Dv"), scale, causal ? 1u : 0u};
-  u32(bh * std::max(sq, l) * std::max(d, dv), "elements");
+  const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1}}, {wg, maxd});
   s.dispatch(p, {{q}, {k}, {v_}, {o, true}}, &pc, sizeof pc, grid(static_cast<std::uint64_t>(bh * sq)), "attention");
 }
 

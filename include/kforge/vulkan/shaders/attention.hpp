@@ -69,4 +69,147 @@ void main() {
 }
 )glsl";
 
+// attention_coopmat: f16 data on NV cooperative matrices (16×16×16 f16·f16 +
+// f32), for head dims D, Dv that are multiples of 16 and at most 64 (spec
+// constants 1 and 2). A workgroup of WARPS subgroups takes 16·WARPS query rows
+// (Q staged through shared memory, zero past S, then held as fragments);
+// key blocks of BKV = 32 are staged in shared memory (K and V, zero past L).
+// Per block each subgroup computes its 16×BKV scores S = Q·Kᵀ (K loaded
+// column-major as Kᵀ), stores them to shared memory, and lane pairs (row
+// lane/2, half lane%2 of the keys) run the online softmax in f32: scale,
+// mask (keys past L, causal), running max m and sum l, the correction
+// exp(m_old − m_new) for the output rows they own. Probabilities are split
+// into two halves p = hi + lo (hi = p truncated to f16 precision, lo = p − hi,
+// stored as f16(4096·lo) so that it stays clear of f16 subnormals), so P·V on the tensor cores (hi·V + (4096·lo·V)/4096, f32
+// accumulation) keeps f32 accuracy instead of rounding p to f16; the block's P·V goes through shared memory into the
+// lanes' f32 output registers (row lane/2, Dv/2 columns each), rescaled by
+// the correction. NaN/Inf rules as above: NaN or +Inf scores, or a row whose
+// scores are all -inf, write NaN; L == 0 writes zeros; masked keys still
+// multiply V (every key block is visited, causal or not).
+inline constexpr const char* attention_coopmat = R"glsl(
+#extension GL_KHR_shader_subgroup_shuffle : require
+layout(constant_id = 1) const uint D = 64;
+layout(constant_id = 2) const uint DV = 64;
+layout(std430, set = 0, binding = 0) readonly buffer BufQ { uvec4 q_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufK { uvec4 k_[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufV { uvec4 v_[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufO { float16_t o_[]; };
+layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal; } pc;
+
+const uint WARPS = gl_WorkGroupSize.x / 32, BQ = 16 * WARPS, BKV = 32;
+const uint SQ = D / 8 + 1, SK = D / 8 + 1, SV = DV / 8 + 1;  // padded row strides in uvec4 (8 halves)
+const uint SS = (DV > BKV ? DV : BKV) + 4;                   // f32 stride of the score / P·V staging
+const uint SP = BKV + 8;                                     // f16 stride of the probabilities
+shared uvec4 Qs[BQ * SQ];
+shared uvec4 Ks[BKV * SK];
+shared uvec4 Vs[BKV * SV];
+shared float Ss[WARPS * 16 * SS];
+shared float16_t Ph[WARPS * 16 * SP];
+shared float16_t Pl[WARPS * 16 * SP];
+
+void main() {
+  const uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+  const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint nqb = (pc.S + BQ - 1) / BQ, id = kf_group_id();
+  if (id >= pc.BH * nqb) return;  // uniform per workgroup
+  const uint bh = id / nqb, q0 = (id % nqb) * BQ;
+  for (uint i = t; i < BQ * (D / 8); i += WG) {
+    uint r = i / (D / 8), c = i % (D / 8);
+    Qs[r * SQ + c] = q0 + r < pc.S ? q_[(bh * pc.S + q0 + r) * (D / 8) + c] : uvec4(0);
+  }
+  barrier();
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[D / 16];
+  [[unroll]] for (uint kd = 0; kd < D / 16; ++kd) coopMatLoadNV(qf[kd], Qs, (warp * 16) * SQ + kd * 2, SQ, false);
+
+  const uint r = lane / 2, h = lane % 2, qrow = q0 + warp * 16 + r;
+  const uint sb = warp * 16 * SS, pb = warp * 16 * SP;
+  float m = -KF_INF, l = 0.0;
+  bool bad = false;
+  float o[DV / 2];
+  [[unroll]] for (uint c = 0; c < DV / 2; ++c) o[c] = 0.0;
+
+  for (uint j0 = 0; j0 < pc.L; j0 += BKV) {
+    barrier();  // every subgroup is done with the previous block's K and V
+    for (uint i = t; i < BKV * (D / 8); i += WG) {
+      uint kr = i / (D / 8), c = i % (D / 8);
+      Ks[kr * SK + c] = j0 + kr < pc.L ? k_[(bh * pc.L + j0 + kr) * (D / 8) + c] : uvec4(0);
+    }
+    for (uint i = t; i < BKV * (DV / 8); i += WG) {
+      uint kr = i / (DV / 8), c = i % (DV / 8);
+      Vs[kr * SV + c] = j0 + kr < pc.L ? v_[(bh * pc.L + j0 + kr) * (DV / 8) + c] : uvec4(0);
+    }
+    barrier();
+
+    [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
+      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+      [[unroll]] for (uint kd = 0; kd < D / 16; ++kd) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> kf;
+        coopMatLoadNV(kf, Ks, (n * 16) * SK + kd * 2, SK, true);
+        sc = coopMatMulAddNV(qf[kd], kf, sc);
+      }
+      coopMatStoreNV(sc, Ss, sb + n * 16, SS, false);
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+
+    float sv[BKV / 2];
+    float bmax = -KF_INF;
+    [[unroll]] for (uint e = 0; e < BKV / 2; ++e) {
+      uint key = j0 + h * (BKV / 2) + e;
+      float x = Ss[sb + r * SS + h * (BKV / 2) + e] * pc.scale;
+      if (key >= pc.L || (pc.causal != 0u && key > qrow)) x = -KF_INF;
+      if (isnan(x) || x == KF_INF) bad = true;
+      else bmax = max(bmax, x);
+      sv[e] = x;
+    }
+    bmax = max(bmax, subgroupShuffleXor(bmax, 1u));
+    bad = bad || subgroupShuffleXor(bad, 1u);
+    float mnew = max(m, bmax);
+    float corr = m == -KF_INF ? 0.0 : exp(m - mnew);
+    float psum = 0.0;
+    [[unroll]] for (uint e = 0; e < BKV / 2; ++e) {
+      float x = sv[e];
+      float p = (isnan(x) || x == -KF_INF || x == KF_INF || mnew == -KF_INF) ? 0.0 : exp(x - mnew);
+      // hi: p cut to f16's 11 significant bits with a bit mask (a compiler may
+      // fold float(float16_t(p)) back to p, which left lo = 0 on the H100);
+      // below f16's normal range hi = 0 and lo carries p.
+      float hi = p >= 6.103515625e-05 ? uintBitsToFloat(floatBitsToUint(p) & 0xffffe000u) : 0.0;
+      float lo = (p - hi) * 4096.0;
+      uint at = pb + r * SP + h * (BKV / 2) + e;
+      Ph[at] = float16_t(hi);
+      Pl[at] = float16_t(lo);
+      psum += p;
+    }
+    psum += subgroupShuffleXor(psum, 1u);
+    l = l * corr + psum;
+    m = mnew;
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+
+    [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
+      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oh = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0), ol = oh;
+      [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ph, pl, vf;
+        coopMatLoadNV(ph, Ph, pb + n * 16, SP, false);
+        coopMatLoadNV(pl, Pl, pb + n * 16, SP, false);
+        coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);
+        oh = coopMatMulAddNV(ph, vf, oh);
+        ol = coopMatMulAddNV(pl, vf, ol);
+      }
+      oh = oh + ol * (1.0 / 4096.0);
+      coopMatStoreNV(oh, Ss, sb + dv * 16, SS, false);
+    }
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();
+    [[unroll]] for (uint c = 0; c < DV / 2; ++c) o[c] = o[c] * corr + Ss[sb + r * SS + h * (DV / 2) + c];
+  }
+
+  if (qrow < pc.S) {
+    bool undefined = bad || isinf(m);
+    [[unroll]] for (uint c = 0; c < DV / 2; ++c)
+      o_[(bh * pc.S + qrow) * DV + h * (DV / 2) + c] = float16_t(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : o[c] / l));
+  }
+}
+)glsl";
+
 }  // namespace kforge::vulkan::shaders
