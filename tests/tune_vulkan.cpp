@@ -319,6 +319,22 @@ TEST_CASE("vulkan autotune: device tensors resolve on the device: default, cache
   r = autotune_on_device(*ctx, 40, 30, 20);
   CHECK(r.candidate == other->name);
 
+  // A generated kernel won that tuning: autotune runs the best of kforge's own configs stored with it.
+  {
+    tune::tuning_cache cache(env.d.dir);
+    tune::cache_entry e;
+    e.key = tune::key_for(p, id);
+    e.candidate = "generated:c_gemm_example.json";
+    e.family = "generated";
+    e.cfg = tune::with_fallback({{"policy", "generated"}, {"record", "c_gemm_example.json"}}, other->name, other->cfg);
+    e.shape = "37x21x19";
+    cache.store({e});
+  }
+  tune::forget_resolutions();
+  r = autotune_on_device(*ctx, m, n, k);
+  CHECK(r.source.rfind("cache: generated winner generated:c_gemm_example.json", 0) == 0);
+  CHECK(r.candidate == other->name);
+
   // An entry naming a config this device refuses falls back to the default.
   {
     tune::tuning_cache cache(env.d.dir);

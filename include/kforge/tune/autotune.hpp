@@ -121,13 +121,13 @@ inline problem gemm_problem(dtype t, index_t m, index_t n, index_t k) {
 
 /// The resolution shared by every device: memo, then the cache entry for
 /// (id, p) if `choose` accepts it, then tuning over `candidates()` when
-/// tune_on_miss, else `fallback` (named `fallback_name`). `choose` maps a
-/// cache entry to what runs (nullopt: not in this build's space or refused
-/// by this device).
-template <class Choice, class Choose, class Candidates>
+/// tune_on_miss, else `fallback`. `choose` maps a cache entry to what runs
+/// (nullopt: not in this build's space or refused by this device); `name`
+/// names a choice.
+template <class Choice, class Choose, class Candidates, class Name>
 Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const problem& p,
-               const device_identity& id, const Choice& fallback, const std::string& fallback_name, Choose choose,
-               Candidates candidates) {
+               const device_identity& id, const Choice& fallback, Choose choose, Candidates candidates, Name name) {
+  const std::string fallback_name = name(fallback);
   const cache_key key = key_for(p, id);
   const std::string memo_key = key.device + "|" + key.driver + "|" + key.op + "/" + key.dtype + "/" + key.bucket;
   std::lock_guard lock(state().m);
@@ -142,8 +142,10 @@ Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const
     if (auto e = cache.find(key)) {
       if (auto c = choose(*e)) {
         chosen = *c;
-        r.candidate = e->candidate;
-        r.source = "cache";
+        r.candidate = name(chosen);
+        r.source = is_generated(e->cfg) ? "cache: generated winner " + e->candidate + " is not run by autotune; " +
+                                              "the best of kforge's own kernels in that tuning runs"
+                                        : "cache";
       } else {
         r.source = "default: cached candidate '" + e->candidate + "' is not in this build's space or this device refuses it";
       }
@@ -158,7 +160,7 @@ Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const
       if (entry) c = choose(*entry);
       if (c) {
         chosen = *c;
-        r.candidate = entry->candidate;
+        r.candidate = name(chosen);
         r.source = "tuned";
       } else {
         r.source = "default: tuning found no valid candidate";
@@ -193,12 +195,15 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
   const int dflt = detail::default_index();
   return detail::resolve(
       detail::state().cpu, detail::gemm_problem(t, m, n, k), cpu_identity(), dflt,
-      policy_traits<cpu_default_policy>::name(),
       [](const cache_entry& e) -> std::optional<int> {
         const int i = detail::index_of(e.candidate);
         return i >= 0 ? std::optional<int>(i) : std::nullopt;
       },
-      [] { return cpu_gemm_candidates(); });
+      [] { return cpu_gemm_candidates(); },
+      [](int i) {
+        return i >= 0 ? detail::space_names<cpu_gemm_space>::get()[static_cast<std::size_t>(i)]
+                      : policy_traits<cpu_default_policy>::name();
+      });
 }
 
 #if defined(KFORGE_HAS_VULKAN)
@@ -211,13 +216,18 @@ inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, in
   const vulkan::gemm_config dflt =
       vulkan::gemm_default_config(ctx.info(), t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
   return detail::resolve(
-      detail::state().vk, p, vulkan_identity(ctx), dflt, vulkan_config_name(dflt),
+      detail::state().vk, p, vulkan_identity(ctx), dflt,
       [&](const cache_entry& e) -> std::optional<vulkan::gemm_config> {
-        auto c = vulkan_config_of(e.cfg);
+        // A generated winner (kforge tune times accepted generated kernels)
+        // carries the best of kforge's own configs as its fallback: that runs.
+        std::optional<vulkan::gemm_config> c;
+        if (!is_generated(e.cfg)) c = vulkan_config_of(e.cfg);
+        else if (const auto fb = generated_fallback(e.cfg)) c = vulkan_config_of(*fb);
         if (c && !vulkan::gemm_config_check(ctx.info(), t, *c).empty()) c.reset();
         return c;
       },
-      [&] { return vulkan_gemm_candidates(ctx, p); });
+      [&] { return vulkan_gemm_candidates(ctx, p); },
+      [](const vulkan::gemm_config& c) { return vulkan_config_name(c); });
 }
 #endif
 

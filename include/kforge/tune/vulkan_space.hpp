@@ -4,7 +4,7 @@
 // policy::vulkan's tile knobs are compile-time types, so this space is a
 // run-time list instead of a policy_list: every config of
 // vulkan::valid_configs(ctx, dtype), i.e. the backend's gemm_configs (the
-// register-tiled kernel over five tile/thread-tile shapes × K step {8, 16} ×
+// register-tiled kernel over nine tile/thread-tile shapes × K step {8, 16} ×
 // grouped or row-major tile order, and for f16 where the device has NV
 // cooperative matrices the coopmat kernel over six tile/subgroup shapes × K
 // step {16, 32} × tile order) plus the generic kernel at 64×64×16 / 4×4. A
