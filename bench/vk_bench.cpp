@@ -14,6 +14,12 @@
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
 // times the copy kernel over workgroup size × vectors per invocation × grid
 // cap, and softmax / layer_norm over workgroup sizes, at 8192×8192 f32.
+// The memory-bound cases run after the gemms, then again on a fresh context
+// (rows "_fresh_ctx"); `--mem-first` runs them before the gemms instead, and
+// `--diag` times a 256 MiB copy (ours and vkCmdCopyBuffer) after various
+// earlier work on the same or a new context: on the H100, buffers placed after
+// about 1 GiB of other allocations copied at half speed with both copies
+// (docs/bench/h100-2026-11-22-final2/diag.txt).
 #include <kforge/vulkan.hpp>
 
 #include <algorithm>
@@ -235,6 +241,49 @@ int main(int argc, char** argv) {
   };
   // --mem-first: the memory-bound cases before the gemms (to see whether what
   // ran before changes them).
+  if (mode == "--diag") {  // which earlier work slows a later copy on the same context
+    auto copy_only = [&](vulkan::context& c, const char* what) {
+      const index_t r = 8192;
+      vulkan::device_tensor<float> x(c, {r, r}), y(c, {r, r});
+      x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+      const double ms = median_ms(c, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
+      const double ms2 = median_ms(c, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
+      std::printf("  diag %-40s copy %7.1f GB/s, vkCmdCopyBuffer %6.1f GB/s (x offset %llu, y offset %llu; %zu blocks)\n",
+                  what, 2.0 * r * r * 4 / 1e9 / (ms * 1e-3), 2.0 * r * r * 4 / 1e9 / (ms2 * 1e-3),
+                  static_cast<unsigned long long>(x.ref().offset), static_cast<unsigned long long>(y.ref().offset),
+                  c.device_memory().stats().blocks);
+      std::fflush(stdout);
+    };
+    { vulkan::context c; copy_only(c, "fresh"); gemm_case<float>(c, "f32", 8192); copy_only(c, "after f32 8192 gemm"); }
+    { vulkan::context c; copy_only(c, "fresh"); gemm_case<half>(c, "f16", 8192); copy_only(c, "after f16 8192 gemm"); }
+    { vulkan::context c; gemm_case<float>(c, "f32", 1024); copy_only(c, "after f32 1024 gemm"); }
+    { vulkan::context c; gemm_case<float>(c, "f32", 4096); copy_only(c, "after f32 4096 gemm"); }
+    {
+      vulkan::context c;
+      gemm_case<float>(c, "f32", 8192);
+      vulkan::device_tensor<float> d1(c, {8192, 8192}), d2(c, {8192, 8192}), d3(c, {8192, 8192});
+      copy_only(c, "after f32 8192 gemm, its blocks held");
+    }
+    gemms();
+    copy_only(ctx, "after all gemm cases");
+    {
+      vulkan::device_tensor<float> d1(ctx, {8192, 8192}), d2(ctx, {8192, 8192}), d3(ctx, {8192, 8192});
+      copy_only(ctx, "after all gemm cases, old 256 MiB blocks held");
+    }
+    gemm_case<half>(ctx, "f16", 4096, nullptr, true);
+    copy_only(ctx, "after f16 bias_gelu gemm again");
+    {
+      vulkan::context c;
+      gemm_case<half>(c, "f16", 4096, nullptr, true);
+      copy_only(c, "after f16 bias_gelu gemm alone");
+    }
+    {
+      vulkan::context c;
+      gemm_case<half>(c, "f16", 1024);
+      copy_only(c, "after f16 1024 gemm alone");
+    }
+    return 0;
+  }
   // After the gemms the same cases run again on a fresh context ("_fresh_ctx").
   if (mode == "--mem-first") {
     memory(ctx, "");
