@@ -85,6 +85,9 @@ class memory_pool : public std::enable_shared_from_this<memory_pool> {
               VkMemoryPropertyFlags preferred, limits lim, std::string name)
       : st_(std::move(st)), phys_(phys), required_(required), preferred_(preferred), lim_(lim), name_(std::move(name)) {
     vkGetPhysicalDeviceMemoryProperties(phys_, &mem_);
+    VkPhysicalDeviceProperties pr{};
+    vkGetPhysicalDeviceProperties(phys_, &pr);
+    dedicated_ = pr.apiVersion >= VK_API_VERSION_1_1;
   }
 
   buffer_slice allocate(VkDeviceSize bytes) {
@@ -178,6 +181,11 @@ class memory_pool : public std::enable_shared_from_this<memory_pool> {
                           " bytes (block of " + std::to_string(req.size) + ") exceeds the memory heap of " +
                           std::to_string(heap) + " bytes");
     VkMemoryAllocateInfo ai{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    // Each block is one buffer's memory: say so (Vulkan 1.1), which lets the
+    // driver place it as a dedicated allocation.
+    VkMemoryDedicatedAllocateInfo dedicated{VK_STRUCTURE_TYPE_MEMORY_DEDICATED_ALLOCATE_INFO};
+    dedicated.buffer = buf;
+    if (dedicated_) ai.pNext = &dedicated;
     ai.allocationSize = req.size;
     ai.memoryTypeIndex = static_cast<std::uint32_t>(type);
     VkDeviceMemory mem = VK_NULL_HANDLE;
@@ -208,6 +216,7 @@ class memory_pool : public std::enable_shared_from_this<memory_pool> {
   limits lim_;
   std::string name_;
   VkPhysicalDeviceMemoryProperties mem_{};
+  bool dedicated_ = false;
   mutable std::mutex mu_;
   std::vector<block> blocks_;
   std::uint64_t live_ = 0, allocations_ = 0;
