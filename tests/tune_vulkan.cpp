@@ -288,6 +288,18 @@ TEST_CASE("vulkan autotune: device tensors resolve on the device: default, cache
   CHECK(r.candidate == dflt);
   CHECK(r.bucket == "64x32x32");
 
+  // The default is chosen per shape, not per bucket: 2048×2048 and 1100×1100 share a bucket
+  // but not policy::vulkan<>'s choice (256 tiles of 128×128, or not).
+  for (const kforge::index_t e : {2048, 1100}) {
+    r = autotune_on_device(*ctx, e, e, 8);
+    CHECK(r.bucket == "2048x2048x8");
+    CHECK(r.source == "default");
+    CHECK(r.candidate ==
+          tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, e, e)));
+  }
+  CHECK(tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 2048, 2048)) !=
+        tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 1100, 1100)));
+
   // A cached Vulkan winner for this device runs (a config other than the default).
   const auto space = tune::vulkan_gemm_candidates(*ctx, p);
   const tune::candidate* other = nullptr;

@@ -256,7 +256,8 @@ TEST_CASE_TEMPLATE("vulkan flash attention matches eigen", T, float, half) {
                        {1, 3, 3, 300, 7, 9, false}, {1, 1, 5, 3, 4, 4, true},
                        // head dims of the cooperative-matrix kernel (f16 where the device has it):
                        // S past one 64-row block, L not a multiple of the 32-key block
-                       {1, 2, 70, 100, 64, 64, false}, {2, 1, 65, 33, 32, 16, true}, {1, 1, 130, 129, 48, 64, true}};
+                       {1, 2, 70, 100, 64, 64, false}, {2, 1, 65, 33, 32, 16, true}, {1, 1, 130, 129, 48, 64, true},
+                       {1, 2, 40, 50, 16, 48, false}};
   unsigned seed = 40;
   for (const auto& c : cases) {
     auto q = convert<T>(random_floats(static_cast<std::size_t>(c.b * c.h * c.s * c.d), seed++));
@@ -272,6 +273,49 @@ TEST_CASE_TEMPLATE("vulkan flash attention matches eigen", T, float, half) {
                        make_view(v, {c.b, c.h, c.l, c.dv}), make_view(ref, os));
     check_close("attention " + os.str() + (c.causal ? " causal" : ""), o, ref, {1.0f},
                 attention_tolerance(dtype_of<T>(), c.d, c.l));
+    // Where the device has cooperative matrices, f16 heads of these dims take that kernel.
+    if (dtype_of<T>() == dtype::f16 && vulkan::coopmat_f16_available(ctx->info()))
+      CHECK(vulkan::attention_coopmat_applies(ctx->info(), dtype::f16, c.d, c.dv) ==
+            (c.d % 16 == 0 && c.dv % 16 == 0 && c.d <= 64 && c.dv <= 64));
   }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan attention: the coopmat knob picks the kernel; an infinite V value is not finite in the output") {
+  KFT_NEED_DEVICE();
+  if (!ctx->info().storage_16bit) {
+    MESSAGE("skipped: no 16-bit storage");
+    return;
+  }
+  const index_t b = 1, h = 2, s = 40, l = 50, d = 32;
+  auto q = convert<half>(random_floats(static_cast<std::size_t>(b * h * s * d), 90));
+  auto k = convert<half>(random_floats(static_cast<std::size_t>(b * h * l * d), 91));
+  auto v = convert<half>(random_floats(static_cast<std::size_t>(b * h * l * d), 92));
+  const shape qs{b, h, s, d}, ks{b, h, l, d};
+  std::vector<half> o(static_cast<std::size_t>(qs.numel())), ref(o.size());
+  op::attention<half> a;
+  run<policy::eigen>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(ref, qs));
+  // coopmat<false>: the scalar kernel, on every device.
+  run<policy::vulkan<policy::coopmat<false>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
+  check_close("attention coopmat<false>", o, ref, {1.0f}, attention_tolerance(dtype::f16, d, l));
+  // coopmat<true>: required; refused where the head dims or the device do not allow it.
+  std::vector<half> q17(static_cast<std::size_t>(b * h * s * 17)), k17(static_cast<std::size_t>(b * h * l * 17));
+  std::vector<half> o17(static_cast<std::size_t>(qs.numel()));
+  CHECK_THROWS_AS(run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q17, {b, h, s, 17}),
+                                                              make_view(k17, {b, h, l, 17}), make_view(v, ks),
+                                                              make_view(o17, qs)),
+                  unsupported_error);
+  if (vulkan::coopmat_f16_available(ctx->info())) {
+    run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
+    check_close("attention coopmat<true>", o, ref, {1.0f}, attention_tolerance(dtype::f16, d, l));
+  } else {
+    CHECK_THROWS_AS(run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks),
+                                                                make_view(o, qs)),
+                    unsupported_error);
+  }
+  // +Inf in V: every output in that column of every row of that head is NaN or ±Inf, whichever kernel runs.
+  v[static_cast<std::size_t>(7 * d + 3)] = half(std::numeric_limits<float>::infinity());
+  run<policy::vulkan<>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
+  for (index_t row = 0; row < s; ++row) CHECK(!std::isfinite(static_cast<float>(o[static_cast<std::size_t>(row * d + 3)])));
   KFT_NO_VALIDATION_MESSAGES();
 }

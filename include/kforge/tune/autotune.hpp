@@ -19,7 +19,8 @@
 //         budget KFORGE_AUTOTUNE_BUDGET seconds, default 20), store it, use it;
 //         otherwise the default: tune::cpu_default_policy (policy::threaded<>
 //         where the CPU backend exists, else policy::eigen) on the CPU, and
-//         vulkan::gemm_default_config (what policy::vulkan<> runs) on Vulkan.
+//         vulkan::gemm_default_config (what policy::vulkan<> runs) on Vulkan,
+//         chosen for each call's M and N (it is not one per bucket).
 // A cache that cannot be read resolves to the default and is reported once.
 // Resolution holds a process-wide mutex, so two threads never tune the same
 // bucket twice; dispatch itself takes no lock after the first call.
@@ -64,7 +65,7 @@ inline autotune_settings_t& autotune_settings() {
 
 /// How the last resolution on this thread was made.
 struct resolution {
-  std::string candidate;  ///< the policy that runs (a cpu_gemm_space name)
+  std::string candidate;  ///< what runs: a cpu_gemm_space name, or a Vulkan config name (vulkan_config_name)
   std::string source;     ///< "cache", "tuned", "default", or "default: <why>"
   std::string bucket;
 };
@@ -75,7 +76,7 @@ struct autotune_state {
   // memo key (device, driver, op, dtype, bucket) → what runs, how it was chosen
   std::map<std::string, std::pair<int, resolution>> cpu;  // index into cpu_gemm_space
 #if defined(KFORGE_HAS_VULKAN)
-  std::map<std::string, std::pair<vulkan::gemm_config, resolution>> vk;
+  std::map<std::string, std::pair<std::optional<vulkan::gemm_config>, resolution>> vk;  // nullopt: the default
 #endif
 };
 inline autotune_state& state() {
@@ -212,22 +213,27 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
 /// device accepts it, else (or after tuning on a miss) what policy::vulkan<>
 /// runs untuned, vulkan::gemm_default_config.
 inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
+  using choice = std::optional<vulkan::gemm_config>;  // nullopt: the default, chosen per shape below
   const problem p = detail::gemm_problem(t, m, n, k);
-  const vulkan::gemm_config dflt =
-      vulkan::gemm_default_config(ctx.info(), t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
-  return detail::resolve(
-      detail::state().vk, p, vulkan_identity(ctx), dflt,
-      [&](const cache_entry& e) -> std::optional<vulkan::gemm_config> {
+  const choice c = detail::resolve(
+      detail::state().vk, p, vulkan_identity(ctx), choice{},
+      [&](const cache_entry& e) -> std::optional<choice> {
         // A generated winner (kforge tune times accepted generated kernels)
         // carries the best of kforge's own configs as its fallback: that runs.
-        std::optional<vulkan::gemm_config> c;
-        if (!is_generated(e.cfg)) c = vulkan_config_of(e.cfg);
-        else if (const auto fb = generated_fallback(e.cfg)) c = vulkan_config_of(*fb);
-        if (c && !vulkan::gemm_config_check(ctx.info(), t, *c).empty()) c.reset();
-        return c;
+        std::optional<vulkan::gemm_config> g;
+        if (!is_generated(e.cfg)) g = vulkan_config_of(e.cfg);
+        else if (const auto fb = generated_fallback(e.cfg)) g = vulkan_config_of(*fb);
+        if (!g || !vulkan::gemm_config_check(ctx.info(), t, *g).empty()) return std::nullopt;
+        return choice(*g);
       },
       [&] { return vulkan_gemm_candidates(ctx, p); },
-      [](const vulkan::gemm_config& c) { return vulkan_config_name(c); });
+      [](const choice& g) { return g ? vulkan_config_name(*g) : std::string("policy::vulkan<> default"); });
+  if (c) return *c;
+  // The default depends on M and N, not only on the bucket the memo is keyed by.
+  const vulkan::gemm_config dflt =
+      vulkan::gemm_default_config(ctx.info(), t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
+  detail::last.candidate = vulkan_config_name(dflt);
+  return dflt;
 }
 #endif
 

@@ -129,20 +129,19 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
 inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                        bool allow_coopmat = true) {
   auto tiles = [&](std::uint64_t bm, std::uint64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
-  gemm_config c;
+  // Largest first; a config the device refuses (e.g. 16 KiB of shared memory)
+  // passes its turn to the next smaller one.
+  std::vector<gemm_config> order;
   if (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d)) {
-    c.kernel = gemm_kernel::coopmat_f16;
-    c.bk = 32;
-    if (tiles(128, 128) >= 256) c.bm = 128, c.bn = 128, c.warps = 8, c.warps_m = 2;
-    else c.bm = 64, c.bn = 64, c.warps = 4, c.warps_m = 2;
-  } else {
-    c.kernel = gemm_kernel::tiled;
-    if (tiles(128, 128) >= 256) c.bm = 128, c.bn = 128, c.bk = 8, c.tm = 8, c.tn = 8;
-    else if (tiles(128, 64) >= 256) c.bm = 128, c.bn = 64, c.bk = 8, c.tm = 8, c.tn = 4;
-    else c.bm = 64, c.bn = 64, c.bk = 8, c.tm = 4, c.tn = 4;
+    if (tiles(128, 128) >= 256) order.push_back({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8});
+    order.push_back({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8});
   }
-  if (!gemm_config_check(d, dt, c).empty()) c = gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
-  return c;
+  if (tiles(128, 128) >= 256) order.push_back({gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8});
+  if (tiles(128, 64) >= 256) order.push_back({gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8});
+  order.push_back({gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8});
+  for (const auto& c : order)
+    if (gemm_config_check(d, dt, c).empty()) return c;
+  return gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
 }
 
 /// Candidate configs for the tuner: every combination below that the device runs.
@@ -456,18 +455,26 @@ inline bool attention_coopmat_applies(const device_info& info, dtype dt, index_t
 /// Flash-style attention on dense [B·H, S, D] q, [B·H, L, D] k, [B·H, L, Dv] v:
 /// on cooperative matrices where attention_coopmat_applies (4 subgroups, 64
 /// query rows per workgroup), else the scalar kernel with workgroup size wg.
+/// coopmat: -1 where it applies (policy::vulkan<>'s default), 0 never (the
+/// scalar kernel), 1 required (unsupported_error where it does not apply).
 inline void record_attention(stream& s, dtype dt, std::uint32_t wg, index_t bh, index_t sq, index_t l, index_t d,
                              index_t dv, float scale, bool causal, buffer_ref q, buffer_ref k, buffer_ref v_,
-                             buffer_ref o) {
+                             buffer_ref o, int coopmat = -1) {
   using namespace detail;
   context& ctx = s.ctx();
+  const bool coop = coopmat != 0 && attention_coopmat_applies(ctx.info(), dt, d, dv);
+  if (coopmat == 1 && !coop)
+    throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but attention with D=" +
+                            std::to_string(d) + ", Dv=" + std::to_string(dv) + " on " + std::string(to_string(dt)) +
+                            " data on device '" + ctx.info().name +
+                            "' cannot use them (f16, D and Dv multiples of 16 up to 64, NV cooperative matrices)");
   struct {
     std::uint32_t bh, s, l, d, dv;
     float scale;
     std::uint32_t causal;
   } pc{u32(bh, "B*H"), u32(sq, "S"), u32(l, "L"), u32(d, "D"), u32(dv, "Dv"), scale, causal ? 1u : 0u};
   u32(bh * std::max(sq, l) * std::max(d, dv), "elements");
-  if (attention_coopmat_applies(ctx.info(), dt, d, dv)) {
+  if (coop) {
     constexpr std::uint32_t warps = 4, rows = 16 * warps;
     const auto v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
     const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2}}, {32 * warps, pc.d, pc.dv});

@@ -503,7 +503,7 @@ struct impl<policy::vulkan<Knobs...>, op::attention<T>>
     }
     if (g.b * g.h * g.s * g.dv != 0)
       vulkan::record_attention(o.s(), dtype_of<D>(), std::min<std::uint32_t>(K::row_wg, 128), g.b * g.h, g.s, g.l,
-                               g.d, g.dv, g.scale, g.causal, q, k, v, out_ref);
+                               g.d, g.dv, g.scale, g.causal, q, k, v, out_ref, K::coopmat_mode);
     if (out) o.host->finish(*out, g.o);
   }
 };

@@ -73,7 +73,9 @@ void main() {
 // f32), for head dims D, Dv that are multiples of 16 and at most 64 (spec
 // constants 1 and 2). A workgroup of WARPS subgroups takes 16·WARPS query rows
 // (Q staged through shared memory, zero past S, then held as fragments);
-// key blocks of BKV = 32 are staged in shared memory (K and V, zero past L).
+// key blocks of BKV = 32 are staged in shared memory (K and V, zero past L)
+// through registers, the next block's global loads issued before this
+// block's work.
 // Per block each subgroup computes its 16×BKV scores S = Q·Kᵀ (K loaded
 // column-major as Kᵀ), stores them to shared memory, and lane pairs (row
 // lane/2, half lane%2 of the keys) run the online softmax in f32: scale,
@@ -85,7 +87,11 @@ void main() {
 // lanes' f32 output registers (row lane/2, Dv/2 columns each), rescaled by
 // the correction. NaN/Inf rules as above: NaN or +Inf scores, or a row whose
 // scores are all -inf, write NaN; L == 0 writes zeros; masked keys still
-// multiply V (every key block is visited, causal or not).
+// multiply V (every key block is visited, causal or not). One difference: an
+// infinite value in V gives NaN here (one of the hi/lo halves of p is 0, and
+// 0·Inf = NaN) where the scalar kernel may give ±Inf; the reference gives
+// either, depending on whether some p underflows to 0. policy::coopmat<false>
+// selects the scalar kernel.
 inline constexpr const char* attention_coopmat = R"glsl(
 #extension GL_KHR_shader_subgroup_shuffle : require
 layout(constant_id = 1) const uint D = 64;
@@ -100,6 +106,8 @@ const uint WARPS = gl_WorkGroupSize.x / 32, BQ = 16 * WARPS, BKV = 32;
 const uint SQ = D / 8 + 1, SK = D / 8 + 1, SV = DV / 8 + 1;  // padded row strides in uvec4 (8 halves)
 const uint SS = (DV > BKV ? DV : BKV) + 4;                   // f32 stride of the score / P·V staging
 const uint SP = BKV + 8;                                     // f16 stride of the probabilities
+const uint NK = (BKV * (D / 8) + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;  // K uvec4 per invocation
+const uint NV = (BKV * (DV / 8) + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
 shared uvec4 Qs[BQ * SQ];
 shared uvec4 Ks[BKV * SK];
 shared uvec4 Vs[BKV * SV];
@@ -128,17 +136,31 @@ void main() {
   float o[DV / 2];
   [[unroll]] for (uint c = 0; c < DV / 2; ++c) o[c] = 0.0;
 
+  // K and V blocks go global -> registers -> shared; the next block's loads
+  // are issued before this block's work, so they are in flight meanwhile.
+  uvec4 rk[NK], rv[NV];
+  #define FETCH_KV(j)                                                                      \
+    [[unroll]] for (uint l = 0; l < NK; ++l) {                                            \
+      uint i = t + l * WG, kr = i / (D / 8), c = i % (D / 8);                             \
+      rk[l] = (i < BKV * (D / 8) && (j) + kr < pc.L) ? k_[(bh * pc.L + (j) + kr) * (D / 8) + c] : uvec4(0); \
+    }                                                                                     \
+    [[unroll]] for (uint l = 0; l < NV; ++l) {                                            \
+      uint i = t + l * WG, kr = i / (DV / 8), c = i % (DV / 8);                           \
+      rv[l] = (i < BKV * (DV / 8) && (j) + kr < pc.L) ? v_[(bh * pc.L + (j) + kr) * (DV / 8) + c] : uvec4(0); \
+    }
+  FETCH_KV(0u)
   for (uint j0 = 0; j0 < pc.L; j0 += BKV) {
     barrier();  // every subgroup is done with the previous block's K and V
-    for (uint i = t; i < BKV * (D / 8); i += WG) {
-      uint kr = i / (D / 8), c = i % (D / 8);
-      Ks[kr * SK + c] = j0 + kr < pc.L ? k_[(bh * pc.L + j0 + kr) * (D / 8) + c] : uvec4(0);
+    [[unroll]] for (uint l = 0; l < NK; ++l) {
+      uint i = t + l * WG;
+      if (i < BKV * (D / 8)) Ks[(i / (D / 8)) * SK + i % (D / 8)] = rk[l];
     }
-    for (uint i = t; i < BKV * (DV / 8); i += WG) {
-      uint kr = i / (DV / 8), c = i % (DV / 8);
-      Vs[kr * SV + c] = j0 + kr < pc.L ? v_[(bh * pc.L + j0 + kr) * (DV / 8) + c] : uvec4(0);
+    [[unroll]] for (uint l = 0; l < NV; ++l) {
+      uint i = t + l * WG;
+      if (i < BKV * (DV / 8)) Vs[(i / (DV / 8)) * SV + i % (DV / 8)] = rv[l];
     }
     barrier();
+    if (j0 + BKV < pc.L) { FETCH_KV(j0 + BKV) }
 
     [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
       fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
