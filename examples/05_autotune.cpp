@@ -13,7 +13,7 @@
 //
 // Linked with kforge::vulkan too, the same policy on vulkan::device_tensor
 // operands resolves on the GPU: the cache entry for that device and driver
-// (step 3; from a shell: kforge tune --op gemm --shape 512x512x512 --policy vulkan).
+// (step 3; from a shell: kforge tune --op gemm --shape 256x256x256 --policy vulkan).
 #include <kforge/tune.hpp>
 
 #include <iostream>

@@ -313,6 +313,26 @@ TEST_CASE("vulkan attention: the coopmat knob picks the kernel; an infinite V va
                                                                 make_view(o, qs)),
                     unsupported_error);
   }
+  // Scores that grow by about 13 per 32-key block (k rows 0.1·j, q rows of ones): the running max
+  // moves in every block, which the coopmat kernel's lazy rescaling handles by a rescale each time.
+  {
+    const index_t lg = 100;
+    std::vector<half> qg(static_cast<std::size_t>(s * d), half(1.0f)), kg(static_cast<std::size_t>(lg * d));
+    std::vector<half> vg = convert<half>(random_floats(static_cast<std::size_t>(lg * d), 93));
+    for (index_t j = 0; j < lg; ++j)
+      for (index_t e = 0; e < d; ++e) kg[static_cast<std::size_t>(j * d + e)] = half(0.1f * static_cast<float>(j) * (e % 2 ? 1.0f : 0.6f));
+    std::vector<half> og(static_cast<std::size_t>(s * d)), rg(og.size());
+    for (const bool causal : {false, true}) {
+      op::attention<half> ag;
+      ag.causal = causal;
+      run<policy::vulkan<>>(ag, make_view(qg, {1, 1, s, d}), make_view(kg, {1, 1, lg, d}), make_view(vg, {1, 1, lg, d}),
+                            make_view(og, {1, 1, s, d}));
+      run<policy::eigen>(ag, make_view(qg, {1, 1, s, d}), make_view(kg, {1, 1, lg, d}), make_view(vg, {1, 1, lg, d}),
+                         make_view(rg, {1, 1, s, d}));
+      check_close(std::string("attention growing scores") + (causal ? " causal" : ""), og, rg, {1.0f},
+                  attention_tolerance(dtype::f16, d, lg));
+    }
+  }
   // +Inf in V: every output in that column of every row of that head is NaN or ±Inf, whichever kernel runs.
   v[static_cast<std::size_t>(7 * d + 3)] = half(std::numeric_limits<float>::infinity());
   run<policy::vulkan<>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));

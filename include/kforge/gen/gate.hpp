@@ -9,8 +9,9 @@
 // Two contexts: the suite first runs on the context given, which in the
 // sandbox has robust buffer access (untrusted code cannot reach memory outside
 // its buffers). Robustness also hides some faults: a write before the data's
-// start or far past its end is discarded, such a read returns zero (which can
-// pass for padding). So a kernel that passed is validated again on every
+// start or far past its end is discarded (or, with robustBufferAccess alone,
+// lands elsewhere in the same pool block), such a read returns zero (which
+// can pass for padding). So a kernel that passed is validated again on every
 // shape on gate_options::plain_context, a context without robustness like the
 // one policy::generated and the tuner run admitted kernels on, where such a
 // write lands in a guard and such a read returns the guards' NaN. The

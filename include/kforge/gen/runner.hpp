@@ -18,8 +18,10 @@
 // It runs on whatever context it is given. The sandbox's worker gives it one
 // with robust buffer access (context_options::robust_buffer_access) for
 // untrusted kernels: then a write past the descriptor's range (beyond the
-// back guard, or before the data's start) is discarded and such a read
-// returns zero instead of reaching other memory, so the guards see only what
+// back guard, or before the data's start) cannot leave the pool block's
+// VkBuffer — with robustBufferAccess2 it is discarded and such a read returns
+// zero; with robustBufferAccess alone it may land in another tensor of the
+// same block (all of them the worker's own) — so the guards see only what
 // lands inside data + back guard. That is why the gate re-runs a kernel that
 // passed on a plain context too (gate.hpp), the way policy::generated runs it.
 #pragma once
@@ -208,22 +210,6 @@ class kernel_runner {
   /// GPU timestamp time in ms of the last run()'s dispatch (transfers and
   /// guard checks not counted), or -1 where the queue has no timestamps.
   double last_device_ms() const { return last_device_ms_; }
-
-  /// Records the kernel into s on the caller's buffers (inputs in call order,
-  /// output last; dense row-major in the contract's element type), with no
-  /// guards and no copies: for running an admitted kernel on device tensors.
-  /// s must be a stream of the context this runner was made for.
-  void record(vulkan::stream& s, const problem& p, const std::vector<vulkan::buffer_ref>& operands) const {
-    const kernel_contract c = contract_for(p);
-    if (operands.size() != c.bindings.size())
-      throw argument_error("kforge::gen: " + p.op + " kernel needs " + std::to_string(c.bindings.size()) + " buffers, got " +
-                           std::to_string(operands.size()));
-    const launch l = make_launch(p, refl_.local_size, refl_.tile_m, refl_.tile_n, refl_.tile);
-    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0) return;
-    std::vector<vulkan::binding> binds;
-    for (std::size_t i = 0; i < operands.size(); ++i) binds.push_back({operands[i], i + 1 == operands.size()});
-    s.dispatch(*pipe_, binds, l.push.data(), static_cast<std::uint32_t>(l.push.size()), l.grid, name_);
-  }
 
  private:
   struct guarded {

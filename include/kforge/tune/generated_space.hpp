@@ -14,18 +14,15 @@
 // A cached generated winner: the entry's family is "generated", its
 // candidate "generated:<file>", and record() adds to its config the best of
 // kforge's own candidates of that run as a fallback ("fallback": its name,
-// "fallback.<key>": each key of its config). A resolver runs the record's
-// kernel where it can (generated_executor below: this build has kforge::gen,
-// the record is still an accepted one, the call is the record's problem) and
-// otherwise runs generated_fallback(cfg), an ordinary config of the space.
+// "fallback.<key>": each key of its config). policy::autotune runs that
+// fallback (generated_fallback(cfg), an ordinary config of the space): a
+// generated kernel was admitted for one problem, not for the whole bucket.
 //
 // The config helpers are in tune/record.hpp, so that policy::autotune reads
-// a generated entry without this header; the candidates and the executor
-// here exist where kforge::llm and kforge::vulkan are linked (KFORGE_HAS_LLM
+// a generated entry without this header; the candidates here exist where kforge::llm and kforge::vulkan are linked (KFORGE_HAS_LLM
 // and KFORGE_HAS_VULKAN; empty otherwise), and bring kforge/gen.hpp.
 #pragma once
 
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -69,29 +66,6 @@ inline std::vector<candidate> generated_candidates(const problem& p) {
   std::vector<candidate> out;
   for (auto& g : gen::tuner_candidates(p)) out.push_back(generated_candidate(std::move(g)));
   return out;
-}
-
-/// The executor of a cached generated winner for problem p, or nullopt (and
-/// why, in *why) when it cannot run here: the record is gone or no longer
-/// an accepted one, or p is not the problem it was admitted for. Then the
-/// resolver runs generated_fallback(cfg).
-inline std::optional<executor> generated_executor(const config& cfg, const problem& p, std::string* why = nullptr) {
-  auto refuse = [&](std::string reason) -> std::optional<executor> {
-    if (why) *why = std::move(reason);
-    return std::nullopt;
-  };
-  const std::string file = generated_record(cfg);
-  if (file.empty()) return refuse("not a generated config");
-  if (file.find('/') != std::string::npos || file.rfind(gen::record_prefix(true, p) + "_h", 0) != 0)
-    return refuse("record " + file + " is not an accepted kernel for " + describe(p));
-  std::optional<gen::generation_record> rec;
-  try {
-    rec = gen::load_record(gen::records_dir() / file);
-  } catch (const std::exception& e) {
-    return refuse("record " + file + " cannot be read: " + e.what());
-  }
-  if (!rec->correct() || rec->extracted_glsl.empty()) return refuse("record " + file + " is not an accepted kernel");
-  return gen::candidate_from_record(*rec).execute;
 }
 
 }  // namespace kforge::tune

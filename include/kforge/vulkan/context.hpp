@@ -14,8 +14,11 @@
 // vouches for, such as the generation sandbox's): the device is created with
 // robustBufferAccess, and where VK_EXT_robustness2 reports robustBufferAccess2
 // with that too. Then a shader's access outside the range a descriptor binds
-// cannot reach other memory: a write there is discarded, a read returns zero
-// (robustness2) or a value from inside the bound range. A device without
+// cannot reach memory outside the VkBuffer: with robustBufferAccess2 such a
+// write is discarded and such a read returns zero; with robustBufferAccess
+// alone a write may land anywhere in the memory bound to the VkBuffer (for
+// kforge's pools, a whole block holding other tensors too) and a read returns
+// a value from there or zero. A device without
 // robustBufferAccess is refused (no_device) rather than silently run without.
 //
 // Pipelines are created once per (shader variant, specialization values) and

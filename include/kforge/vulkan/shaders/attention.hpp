@@ -79,13 +79,17 @@ void main() {
 // Per block each subgroup computes its 16×BKV scores S = Q·Kᵀ (K loaded
 // column-major as Kᵀ), stores them to shared memory, and lane pairs (row
 // lane/2, half lane%2 of the keys) run the online softmax in f32: scale,
-// mask (keys past L, causal), running max m and sum l, the correction
-// exp(m_old − m_new) for the output rows they own. Probabilities are split
-// into two halves p = hi + lo (hi = p truncated to f16 precision, lo = p − hi,
-// stored as f16(4096·lo) so that it stays clear of f16 subnormals), so P·V on the tensor cores (hi·V + (4096·lo·V)/4096, f32
-// accumulation) keeps f32 accuracy instead of rounding p to f16; the block's P·V goes through shared memory into the
-// lanes' f32 output registers (row lane/2, Dv/2 columns each), rescaled by
-// the correction. NaN/Inf rules as above: NaN or +Inf scores, or a row whose
+// mask (keys past L, causal), a reference max m and the sum l of
+// exp(s − m). m moves only when a block's max exceeds it by more than 8
+// (lazy rescaling: p <= e^8), and only then do the output fragments make a
+// round trip through shared memory to be rescaled row by row (NV cooperative
+// matrices cannot be scaled per row). Probabilities are split into two halves
+// p = hi + lo (hi = p truncated to f16 precision, lo = p − hi, stored as
+// f16(4096·lo) so that it stays clear of f16 subnormals), so P·V on the
+// tensor cores (hi·V and (4096·lo)·V into two f32 accumulators, combined at
+// the end) keeps f32 accuracy instead of rounding p to f16. The output leaves
+// through shared memory: O = (Σ hi·V + Σ (4096·lo)·V / 4096) / l. NaN/Inf
+// rules as above: NaN or +Inf scores, or a row whose
 // scores are all -inf, write NaN; L == 0 writes zeros; masked keys still
 // multiply V (every key block is visited, causal or not). One difference: an
 // infinite value in V gives NaN here (one of the hi/lo halves of p is 0, and
@@ -131,10 +135,13 @@ void main() {
 
   const uint r = lane / 2, h = lane % 2, qrow = q0 + warp * 16 + r;
   const uint sb = warp * 16 * SS, pb = warp * 16 * SP;
-  float m = -KF_INF, l = 0.0;
+  float m = -KF_INF, l = 0.0;  // the row's reference max and Σ exp(s - m)
   bool bad = false;
-  float o[DV / 2];
-  [[unroll]] for (uint c = 0; c < DV / 2; ++c) o[c] = 0.0;
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oh[DV / 16], ol[DV / 16];  // Σ hi·V and Σ (4096·lo)·V
+  [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
+    oh[dv] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+    ol[dv] = oh[dv];
+  }
 
   // K and V blocks go global -> registers -> shared; the next block's loads
   // are issued before this block's work, so they are in flight meanwhile.
@@ -186,8 +193,28 @@ void main() {
     }
     bmax = max(bmax, subgroupShuffleXor(bmax, 1u));
     bad = bad || subgroupShuffleXor(bad, 1u);
-    float mnew = max(m, bmax);
-    float corr = m == -KF_INF ? 0.0 : exp(m - mnew);
+    // Lazy rescaling: the reference max moves only when the block's max
+    // exceeds it by more than 8 (p = exp(s - m) <= e^8 stays well inside f16
+    // and f32), so the output fragments are rescaled, through shared memory,
+    // only then and not every block.
+    float mnew = m == -KF_INF || bmax > m + 8.0 ? max(m, bmax) : m;
+    bool grow = m != -KF_INF && mnew > m;
+    float corr = grow ? exp(m - mnew) : 1.0;
+    subgroupMemoryBarrierShared();
+    subgroupBarrier();  // every lane has read its scores: Ss is free
+    if (subgroupAny(grow)) {
+      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
+        oh[dv] = oh[dv] + ol[dv] * (1.0 / 4096.0);
+        ol[dv] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+        coopMatStoreNV(oh[dv], Ss, sb + dv * 16, SS, false);
+      }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      [[unroll]] for (uint c = 0; c < DV / 2; ++c) Ss[sb + r * SS + h * (DV / 2) + c] *= corr;
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) coopMatLoadNV(oh[dv], Ss, sb + dv * 16, SS, false);
+    }
     float psum = 0.0;
     [[unroll]] for (uint e = 0; e < BKV / 2; ++e) {
       float x = sv[e];
@@ -208,28 +235,29 @@ void main() {
     subgroupMemoryBarrierShared();
     subgroupBarrier();
 
-    [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
-      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oh = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0), ol = oh;
-      [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ph, pl, vf;
-        coopMatLoadNV(ph, Ph, pb + n * 16, SP, false);
-        coopMatLoadNV(pl, Pl, pb + n * 16, SP, false);
+    [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ph, pl;
+      coopMatLoadNV(ph, Ph, pb + n * 16, SP, false);
+      coopMatLoadNV(pl, Pl, pb + n * 16, SP, false);
+      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
+        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vf;
         coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);
-        oh = coopMatMulAddNV(ph, vf, oh);
-        ol = coopMatMulAddNV(pl, vf, ol);
+        oh[dv] = coopMatMulAddNV(ph, vf, oh[dv]);
+        ol[dv] = coopMatMulAddNV(pl, vf, ol[dv]);
       }
-      oh = oh + ol * (1.0 / 4096.0);
-      coopMatStoreNV(oh, Ss, sb + dv * 16, SS, false);
     }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-    [[unroll]] for (uint c = 0; c < DV / 2; ++c) o[c] = o[c] * corr + Ss[sb + r * SS + h * (DV / 2) + c];
   }
 
+  // The output rows through shared memory: O = (Σ hi·V + Σ (4096·lo)·V / 4096) / l.
+  [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv)
+    coopMatStoreNV(oh[dv] + ol[dv] * (1.0 / 4096.0), Ss, sb + dv * 16, SS, false);
+  subgroupMemoryBarrierShared();
+  subgroupBarrier();
   if (qrow < pc.S) {
     bool undefined = bad || isinf(m);
     [[unroll]] for (uint c = 0; c < DV / 2; ++c)
-      o_[(bh * pc.S + qrow) * DV + h * (DV / 2) + c] = float16_t(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : o[c] / l));
+      o_[(bh * pc.S + qrow) * DV + h * (DV / 2) + c] =
+          float16_t(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : Ss[sb + r * SS + h * (DV / 2) + c] / l));
   }
 }
 )glsl";
