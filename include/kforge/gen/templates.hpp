@@ -144,6 +144,10 @@ inline std::string template_source(const problem& p, const template_knobs& k = {
 }
 
 // ---- mutants ------------------------------------------------------------------
+//
+// f16_accumulation mutants round with a bit mask (11 significant bits), not
+// with unpackHalf2x16(packHalf2x16(x)): NVIDIA's compiler folds that round
+// trip away, and the mutants survived on the H100 as the original kernel.
 
 /// A plausible-but-wrong edit of a correct kernel.
 struct mutant {
@@ -192,7 +196,7 @@ inline std::vector<edit> edits_for(op_family fam) {
            "for (uint j = 0; j < TN; ++j) {\n      uint gn", "for (uint j = 1; j < TN; ++j) {\n      uint gn"},
           {"f16_accumulation", "acc_f16", "the accumulator is rounded to f16 after every multiply-add",
            "acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);",
-           "acc[i * TN + j] = unpackHalf2x16(packHalf2x16(vec2(fma(av[i], bv[j], acc[i * TN + j]), 0.0))).x;"},
+           "acc[i * TN + j] = uintBitsToFloat((floatBitsToUint(fma(av[i], bv[j], acc[i * TN + j])) + 0x1000u) & 0xffffe000u);"},
       };
       if (fam == op_family::gemm) {
         e.push_back({"dropped_scale", "alpha", "alpha is not applied", "      v *= pc.alpha;\n", "",
@@ -250,7 +254,7 @@ inline std::vector<edit> edits_for(op_family fam) {
           {"returns_input", "copy_x", "y receives x's elements", "y_[id] = T(s);", "y_[id] = x_[id];"},
           {"f16_accumulation", "sum_f16", "the partial sum is rounded to f16 after every addition",
            "s += float(x_[base + j * pc.inner]);",
-           "s = unpackHalf2x16(packHalf2x16(vec2(s + float(x_[base + j * pc.inner]), 0.0))).x;",
+           "s = uintBitsToFloat((floatBitsToUint(s + float(x_[base + j * pc.inner])) + 0x1000u) & 0xffffe000u);",
            [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
       };
     case op_family::softmax:
@@ -302,7 +306,7 @@ inline std::vector<edit> edits_for(op_family fam) {
            "o_[id * pc.DV + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[id * pc.DV + d] = q_[id * pc.D + d];"},
           {"f16_accumulation", "score_f16", "the q·k dot product is accumulated in f16",
            "dot = fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot);",
-           "dot = unpackHalf2x16(packHalf2x16(vec2(fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot), 0.0))).x;"},
+           "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot)) + 0x1000u) & 0xffffe000u);"},
       };
   }
   return {};
