@@ -55,32 +55,6 @@
 namespace kforge::tune {
 
 namespace shaders {
-/// The bandwidth probe: dst = src over n vec4s; PER (spec 1) vec4s per invocation.
-inline constexpr const char* roofline_copy = R"glsl(
-#version 450
-#extension GL_EXT_control_flow_attributes : require
-layout(local_size_x_id = 0) in;
-layout(constant_id = 1) const uint PER = 4u;
-layout(std430, set = 0, binding = 0) readonly buffer Src { vec4 src[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Dst { vec4 dst[]; };
-layout(push_constant) uniform Push { uint n; } pc;
-void main() {
-  const uint wg = gl_WorkGroupSize.x;
-  const uint group = gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x;
-  const uint base = group * wg * PER + gl_LocalInvocationID.x;
-  vec4 v[PER];
-  // Every load first, then every store: PER loads in flight per invocation.
-  [[unroll]] for (uint i = 0u; i < PER; ++i) {
-    const uint j = base + i * wg;
-    v[i] = j < pc.n ? src[j] : vec4(0.0);
-  }
-  [[unroll]] for (uint i = 0u; i < PER; ++i) {
-    const uint j = base + i * wg;
-    if (j < pc.n) dst[j] = v[i];
-  }
-}
-)glsl";
-
 /// The compute probe: 16 independent FMA chains per invocation (4 vec4, or
 /// f16vec4 with KF_F16=1), 64 FMAs per lane per iteration. The result is
 /// stored only if it equals pc.never (it cannot: it stays positive), so the
@@ -203,11 +177,10 @@ inline double best_of(vulkan::stream& s, int runs, const char* what, double warm
 
 /// Bytes per second of the copy probe (read + write), after checking the copy.
 inline double probe_vulkan_bandwidth(vulkan::context& ctx, const vulkan_probe_plan& plan) {
-  const std::uint64_t bytes = plan.copy_bytes, n = bytes / 16;
+  const std::uint64_t bytes = plan.copy_bytes;
   auto src = ctx.device_memory().allocate(bytes);
   auto dst = ctx.device_memory().allocate(bytes);
   const vulkan::buffer_ref sref{src.ref().buffer, src.ref().offset, bytes}, dref{dst.ref().buffer, dst.ref().offset, bytes};
-  const auto& pl = ctx.get_pipeline({"roofline_copy", shaders::roofline_copy, {}}, {2, 4, {0, 1}}, {plan.wg, plan.copy_per});
   vulkan::stream s(ctx);
   auto& staging = s.staging(bytes);
   auto* host = static_cast<float*>(staging.mapped());
@@ -215,10 +188,11 @@ inline double probe_vulkan_bandwidth(vulkan::context& ctx, const vulkan_probe_pl
   s.copy(staging.ref(), sref, bytes);
   s.run();
   s.reset();
-  const auto n32 = static_cast<std::uint32_t>(n);
-  const std::uint64_t per_group = std::uint64_t{plan.wg} * plan.copy_per;
-  s.dispatch(pl, {{sref}, {dref, true}}, &n32, 4, probe_grid((n + per_group - 1) / per_group, plan.max_groups),
-             "roofline copy");
+  // The backend's own device copy (vulkan::record_copy: each invocation loads
+  // copy_per vec4s, then stores them); bytes and the pool's offsets are
+  // multiples of 16 and bytes / 16 fits 32 bits (plan_probes), so it never
+  // falls back to vkCmdCopyBuffer here.
+  vulkan::record_copy(s, sref, dref, bytes, plan.wg, plan.copy_per);
   s.run();  // warm-up
   const double sec = best_of(s, plan.copy_runs, "bandwidth", plan.warm_s);
   s.reset();
