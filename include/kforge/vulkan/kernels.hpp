@@ -131,16 +131,18 @@ inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint
   auto tiles = [&](std::uint64_t bm, std::uint64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
   // Largest first; a config the device refuses (e.g. 16 KiB of shared memory)
   // passes its turn to the next smaller one.
-  std::vector<gemm_config> order;
+  // (Runs on every gemm dispatch of policy::vulkan<>: no allocation.)
+  std::array<gemm_config, 5> order;
+  std::size_t n_order = 0;
   if (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d)) {
-    if (tiles(128, 128) >= 256) order.push_back({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8});
-    order.push_back({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8});
+    if (tiles(128, 128) >= 256) order[n_order++] = {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8};
+    order[n_order++] = {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8};
   }
-  if (tiles(128, 128) >= 256) order.push_back({gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8});
-  if (tiles(128, 64) >= 256) order.push_back({gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8});
-  order.push_back({gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8});
-  for (const auto& c : order)
-    if (gemm_config_check(d, dt, c).empty()) return c;
+  if (tiles(128, 128) >= 256) order[n_order++] = {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8};
+  if (tiles(128, 64) >= 256) order[n_order++] = {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8};
+  order[n_order++] = {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8};
+  for (std::size_t i = 0; i < n_order; ++i)
+    if (gemm_config_check(d, dt, order[i]).empty()) return order[i];
   return gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
 }
 
