@@ -29,6 +29,7 @@
 
 #include <cstdlib>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
@@ -71,19 +72,38 @@ struct resolution {
 };
 
 namespace detail {
+/// What a memoised resolution is keyed by, without building a string: the
+/// device (0 for this CPU; a Vulkan device's vendor and device id, its
+/// driver version and a hash of its driver's name and info: what its cache
+/// identity is made of), the dtype and the shape bucket. The cache key proper (kforge version, op) is built
+/// only on a miss; within a process those are fixed.
+struct memo_key {
+  std::uint64_t device = 0;
+  std::uint64_t driver = 0;
+  int type = 0;
+  index_t m = 0, n = 0, k = 0;
+  friend auto operator<=>(const memo_key&, const memo_key&) = default;
+};
+template <class Choice>
+using memo_map = std::map<memo_key, std::pair<Choice, std::shared_ptr<const resolution>>>;
+
 struct autotune_state {
   std::mutex m;
-  // memo key (device, driver, op, dtype, bucket) → what runs, how it was chosen
-  std::map<std::string, std::pair<int, resolution>> cpu;  // index into cpu_gemm_space
+  memo_map<int> cpu;  // index into cpu_gemm_space
 #if defined(KFORGE_HAS_VULKAN)
-  std::map<std::string, std::pair<std::optional<vulkan::gemm_config>, resolution>> vk;  // nullopt: the default
+  memo_map<std::optional<vulkan::gemm_config>> vk;  // nullopt: the default, chosen per shape
 #endif
 };
 inline autotune_state& state() {
   static autotune_state s;
   return s;
 }
-inline thread_local resolution last;
+// The last resolution on this thread, shared with the memo (a hit copies no
+// string); where a Vulkan default ran, the config, named by last_resolution().
+inline thread_local std::shared_ptr<const resolution> last;
+#if defined(KFORGE_HAS_VULKAN)
+inline thread_local std::optional<vulkan::gemm_config> last_vk_default;
+#endif
 
 template <class List>
 struct space_names;
@@ -102,7 +122,10 @@ inline int index_of(const std::string& name) {
   return -1;
 }
 
-inline int default_index() { return index_of(policy_traits<cpu_default_policy>::name()); }
+inline int default_index() {
+  static const int i = index_of(policy_traits<cpu_default_policy>::name());
+  return i;
+}
 
 /// Calls impl<P_i, Op>::compute(op, g) for the i-th policy of the space.
 template <class Op, class G, class... P, std::size_t... I>
@@ -120,22 +143,25 @@ inline problem gemm_problem(dtype t, index_t m, index_t n, index_t k) {
   return p;
 }
 
-/// The resolution shared by every device: memo, then the cache entry for
-/// (id, p) if `choose` accepts it, then tuning over `candidates()` when
-/// tune_on_miss, else `fallback`. `choose` maps a cache entry to what runs
-/// (nullopt: not in this build's space or refused by this device); `name`
-/// names a choice.
-template <class Choice, class Choose, class Candidates, class Name>
-Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const problem& p,
-               const device_identity& id, const Choice& fallback, Choose choose, Candidates candidates, Name name) {
-  const std::string fallback_name = name(fallback);
-  const cache_key key = key_for(p, id);
-  const std::string memo_key = key.device + "|" + key.driver + "|" + key.op + "/" + key.dtype + "/" + key.bucket;
+/// The resolution shared by every device: memo (keyed by `device`, `driver`,
+/// dtype and bucket), then the cache entry for (identity(), the gemm) if
+/// `choose` accepts it, then tuning over `candidates(p)` when tune_on_miss,
+/// else `fallback`. `choose` maps a cache entry to what runs (nullopt: not in
+/// this build's space or refused by this device); `name` names a choice. A
+/// memo hit takes the lock and one map lookup, and builds no string.
+template <class Choice, class Identity, class Choose, class Candidates, class Name>
+Choice resolve(memo_map<Choice>& memo, std::uint64_t device, std::uint64_t driver, dtype t, index_t m, index_t n,
+               index_t k, Identity identity, const Choice& fallback, Choose choose, Candidates candidates, Name name) {
+  const memo_key mk{device, driver, static_cast<int>(t), bucket_dim(m), bucket_dim(n), bucket_dim(k)};
   std::lock_guard lock(state().m);
-  if (auto it = memo.find(memo_key); it != memo.end()) {
+  if (auto it = memo.find(mk); it != memo.end()) {
     last = it->second.second;
     return it->second.first;
   }
+  const problem p = gemm_problem(t, m, n, k);
+  const device_identity id = identity();
+  const cache_key key = key_for(p, id);
+  const std::string fallback_name = name(fallback);
   resolution r{fallback_name, "default", key.bucket};
   Choice chosen = fallback;
   try {
@@ -155,7 +181,7 @@ Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const
       o.strategy = autotune_settings().strategy;
       o.budget_s = autotune_settings().budget_s;
       o.samples = 5;
-      const std::vector<candidate> cands = candidates();
+      const std::vector<candidate> cands = candidates(p);
       auto [res, entry] = tune_and_record(cache, p, cands, o, id);
       std::optional<Choice> c;
       if (entry) c = choose(*entry);
@@ -174,13 +200,20 @@ Choice resolve(std::map<std::string, std::pair<Choice, resolution>>& memo, const
     r = {fallback_name, std::string("default: ") + e.what(), key.bucket};
     chosen = fallback;
   }
-  memo[memo_key] = {chosen, r};
-  last = r;
+  auto shared = std::make_shared<const resolution>(std::move(r));
+  memo.emplace(mk, std::pair{chosen, shared});
+  last = std::move(shared);
   return chosen;
 }
 }  // namespace detail
 
-inline resolution last_resolution() { return detail::last; }
+inline resolution last_resolution() {
+  resolution r = detail::last ? *detail::last : resolution{};
+#if defined(KFORGE_HAS_VULKAN)
+  if (detail::last_vk_default) r.candidate = vulkan_config_name(*detail::last_vk_default);
+#endif
+  return r;
+}
 
 /// Forgets every memoised resolution (after the cache changed under us).
 inline void forget_resolutions() {
@@ -193,14 +226,16 @@ inline void forget_resolutions() {
 
 /// Index into cpu_gemm_space of the policy that runs gemm (dtype t, M×N×K) on this CPU.
 inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
-  const int dflt = detail::default_index();
+#if defined(KFORGE_HAS_VULKAN)
+  detail::last_vk_default.reset();
+#endif
   return detail::resolve(
-      detail::state().cpu, detail::gemm_problem(t, m, n, k), cpu_identity(), dflt,
+      detail::state().cpu, 0, 0, t, m, n, k, [] { return cpu_identity(); }, detail::default_index(),
       [](const cache_entry& e) -> std::optional<int> {
         const int i = detail::index_of(e.candidate);
         return i >= 0 ? std::optional<int>(i) : std::nullopt;
       },
-      [] { return cpu_gemm_candidates(); },
+      [](const problem&) { return cpu_gemm_candidates(); },
       [](int i) {
         return i >= 0 ? detail::space_names<cpu_gemm_space>::get()[static_cast<std::size_t>(i)]
                       : policy_traits<cpu_default_policy>::name();
@@ -214,9 +249,12 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
 /// runs untuned, vulkan::gemm_default_config.
 inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
   using choice = std::optional<vulkan::gemm_config>;  // nullopt: the default, chosen per shape below
-  const problem p = detail::gemm_problem(t, m, n, k);
+  const auto& d = ctx.info();
   const choice c = detail::resolve(
-      detail::state().vk, p, vulkan_identity(ctx), choice{},
+      detail::state().vk, (std::uint64_t{d.vendor_id} << 32) | d.device_id,
+      ((std::hash<std::string>{}(d.driver_name) * 31 + std::hash<std::string>{}(d.driver_info)) << 32) ^ d.driver_version,
+      t, m, n, k,
+      [&] { return vulkan_identity(ctx); }, choice{},
       [&](const cache_entry& e) -> std::optional<choice> {
         // A generated winner (kforge tune times accepted generated kernels)
         // carries the best of kforge's own configs as its fallback: that runs.
@@ -226,14 +264,14 @@ inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, in
         if (!g || !vulkan::gemm_config_check(ctx.info(), t, *g).empty()) return std::nullopt;
         return choice(*g);
       },
-      [&] { return vulkan_gemm_candidates(ctx, p); },
+      [&](const problem& p) { return vulkan_gemm_candidates(ctx, p); },
       [](const choice& g) { return g ? vulkan_config_name(*g) : std::string("policy::vulkan<> default"); });
+  detail::last_vk_default.reset();
   if (c) return *c;
   // The default depends on M and N, not only on the bucket the memo is keyed by.
-  const vulkan::gemm_config dflt =
-      vulkan::gemm_default_config(ctx.info(), t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
-  detail::last.candidate = vulkan_config_name(dflt);
-  return dflt;
+  detail::last_vk_default =
+      vulkan::gemm_default_config(d, t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
+  return *detail::last_vk_default;
 }
 #endif
 
