@@ -191,52 +191,51 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto gemms = [&] {
-  for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<float>(ctx, "f32", n);
-  if (ctx.info().storage_16bit)
-    for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<half>(ctx, "f16", n);
-  gemm_case<float>(ctx, "f32", 4096, nullptr, true);
-  if (ctx.info().storage_16bit) gemm_case<half>(ctx, "f16", 4096, nullptr, true);
-
+    for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<float>(ctx, "f32", n);
+    if (ctx.info().storage_16bit)
+      for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<half>(ctx, "f16", n);
+    gemm_case<float>(ctx, "f32", 4096, nullptr, true);
+    if (ctx.info().storage_16bit) gemm_case<half>(ctx, "f16", 4096, nullptr, true);
   };
   auto memory = [&](vulkan::context& ctx, const std::string& suffix) {
-  // Memory-bound cases: 8192 x 8192 f32 (256 MiB per tensor); GB/s counts each tensor read or written once.
-  const index_t r = 8192;
-  const auto hx = random_host<float>(static_cast<std::size_t>(r * r), 11, -4, 4);
-  vulkan::device_tensor<float> x(ctx, {r, r}), x2(ctx, {r, r}), y(ctx, {r, r}), g(ctx, {r}), be(ctx, {r});
-  x.upload(make_view(hx, {r, r}));
-  x2.upload(make_view(hx, {r, r}));
-  g.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 12, 0.5f, 1.5f), {r}));
-  be.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 13), {r}));
-  const double gb2 = 2.0 * r * r * 4 / 1e9, gb3 = 3.0 * r * r * 4 / 1e9;
-  double ms = median_ms(ctx, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
-  result(std::string("copy_vkCmdCopyBuffer_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
-  result(std::string("copy_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::relu>{}, x, y); });
-  result(std::string("relu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::gelu_tanh>{}, x, y); });
-  result(std::string("gelu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::binary<float, binop::add>{}, x, x2, y); });
-  result(std::string("add_8192x8192_f32") + suffix, ms, gb3 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::softmax<float>{}, x, y); });
-  result(std::string("softmax_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::layer_norm<float>{}, x, g, be, y); });
-  result(std::string("layer_norm_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
-  {  // correctness of softmax on two rows against a double reference
-    vulkan::stream s(ctx);
-    vulkan::record(s, op::softmax<float>{}, x, y);
-    s.run();
-    const auto hy = y.to_vector();
-    double worst = 0;
-    for (index_t row : {index_t{0}, r - 1}) {
-      double mx = -1e300, sum = 0;
-      for (index_t j = 0; j < r; ++j) mx = std::max(mx, double(hx[row * r + j]));
-      for (index_t j = 0; j < r; ++j) sum += std::exp(double(hx[row * r + j]) - mx);
-      for (index_t j = 0; j < r; ++j)
-        worst = std::max(worst, std::fabs(hy[row * r + j] - std::exp(double(hx[row * r + j]) - mx) / sum));
+    // Memory-bound cases: 8192 x 8192 f32 (256 MiB per tensor); GB/s counts each tensor read or written once.
+    const index_t r = 8192;
+    const auto hx = random_host<float>(static_cast<std::size_t>(r * r), 11, -4, 4);
+    vulkan::device_tensor<float> x(ctx, {r, r}), x2(ctx, {r, r}), y(ctx, {r, r}), g(ctx, {r}), be(ctx, {r});
+    x.upload(make_view(hx, {r, r}));
+    x2.upload(make_view(hx, {r, r}));
+    g.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 12, 0.5f, 1.5f), {r}));
+    be.upload(make_view(random_host<float>(static_cast<std::size_t>(r), 13), {r}));
+    const double gb2 = 2.0 * r * r * 4 / 1e9, gb3 = 3.0 * r * r * 4 / 1e9;
+    double ms = median_ms(ctx, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
+    result(std::string("copy_vkCmdCopyBuffer_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
+    result(std::string("copy_256MiB") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::relu>{}, x, y); });
+    result(std::string("relu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::unary<float, fn::gelu_tanh>{}, x, y); });
+    result(std::string("gelu_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::binary<float, binop::add>{}, x, x2, y); });
+    result(std::string("add_8192x8192_f32") + suffix, ms, gb3 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::softmax<float>{}, x, y); });
+    result(std::string("softmax_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    ms = median_ms(ctx, [&](vulkan::stream& s) { vulkan::record(s, op::layer_norm<float>{}, x, g, be, y); });
+    result(std::string("layer_norm_8192x8192_f32") + suffix, ms, gb2 / (ms * 1e-3), "GB/s");
+    {  // correctness of softmax on two rows against a double reference
+      vulkan::stream s(ctx);
+      vulkan::record(s, op::softmax<float>{}, x, y);
+      s.run();
+      const auto hy = y.to_vector();
+      double worst = 0;
+      for (index_t row : {index_t{0}, r - 1}) {
+        double mx = -1e300, sum = 0;
+        for (index_t j = 0; j < r; ++j) mx = std::max(mx, double(hx[row * r + j]));
+        for (index_t j = 0; j < r; ++j) sum += std::exp(double(hx[row * r + j]) - mx);
+        for (index_t j = 0; j < r; ++j)
+          worst = std::max(worst, std::fabs(hy[row * r + j] - std::exp(double(hx[row * r + j]) - mx) / sum));
+      }
+      std::printf("  softmax sampled max abs error %.2e (%s)\n", worst, worst < 1e-6 ? "ok" : "FAIL");
     }
-    std::printf("  softmax sampled max abs error %.2e (%s)\n", worst, worst < 1e-6 ? "ok" : "FAIL");
-  }
 
   };
   // --mem-first: the memory-bound cases before the gemms (to see whether what
