@@ -129,9 +129,8 @@ TEST_CASE("vulkan gemm: policy knobs choose the kernel") {
 // matrix kernel and SPIRV-Cross finds the interface the host binds.
 TEST_CASE("vulkan gemm_coopmat_f16 compiles and matches its interface") {
   for (const char* vec : {"0", "1"}) {
-    vulkan::shader_variant v = vulkan::detail::make_variant(
-        "gemm_coopmat_f16", vulkan::shaders::gemm_coopmat_f16, dtype::f16,
-        {{"KF_BIAS", "1"}, {"KF_ACT", "3"}, {"KF_VEC", vec}, {"KF_COOPMAT", "1"}});
+    vulkan::shader_variant v = vulkan::detail::gemm_variant(vulkan::gemm_kernel::coopmat_f16, dtype::f16, true,
+                                                            fn::gelu_tanh, vec[0] == '1');
     std::vector<std::uint32_t> spv;
     REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
     CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 24, {0, 1, 2, 3, 4, 5}}));

@@ -69,7 +69,7 @@ std::vector<tune::candidate> candidates_for(const problem& p, const std::string&
   if (family == "vulkan") {
 #if defined(KFORGE_HAS_VULKAN)
     std::vector<tune::candidate> out, gen = generated_for(p, with_generated);
-    if (find_op(p.op).family == op_family::gemm) {
+    if (is_family<gemm_traits>(p)) {
       out = tune::vulkan_gemm_candidates(vulkan::default_context(), p);
       if (out.empty() && gen.empty())
         throw unsupported_error("no gemm tiling of the Vulkan space runs on '" + vulkan::default_context().info().name +
@@ -94,7 +94,7 @@ std::vector<tune::candidate> candidates_for(const problem& p, const std::string&
   if (family != "cpu" && family != "blocked" && family != "threaded" && family != "eigen")
     throw usage("unknown --policy family '" + family + "' (cpu, blocked, threaded, eigen, vulkan)");
   std::vector<tune::candidate> out;
-  if (find_op(p.op).family == op_family::gemm && family != "eigen") {
+  if (is_family<gemm_traits>(p) && family != "eigen") {
     for (auto& c : tune::cpu_gemm_candidates())
       if (family == "cpu" || tune::config_value(c.cfg, "policy") == family) out.push_back(std::move(c));
   } else {
@@ -130,7 +130,7 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
              const std::vector<policy_entry>& policies) {
   const bool json = std::find(flags.begin(), flags.end(), "json") != flags.end();
   try {
-    if (find_op(p.op).family == op_family::gemm && p.epilogue != "none")
+    if (is_family<gemm_traits>(p) && p.epilogue != "none")
       throw usage("tune runs the plain gemm: leave out --epilogue (the blocking found is used for every epilogue)");
     tune::tune_options o;
     if (auto it = values.find("strategy"); it != values.end()) o.strategy = it->second;

@@ -20,8 +20,16 @@
 #include "kforge/vulkan/context.hpp"
 #include "kforge/vulkan/stream.hpp"
 #include "kforge/vulkan/tensor.hpp"
-#include "kforge/vulkan/kernels.hpp"
-#include "kforge/vulkan/ops.hpp"
+#include "kforge/vulkan/launch.hpp"
+#include "kforge/vulkan/gemm_config.hpp"
+#include "kforge/vulkan/call.hpp"
+// policy::vulkan for each op family: its record_* function and implementation.
+#include "kforge/vulkan/attention.hpp"
+#include "kforge/vulkan/conv2d.hpp"
+#include "kforge/vulkan/elementwise.hpp"
+#include "kforge/vulkan/gemm.hpp"
+#include "kforge/vulkan/reduce.hpp"
+#include "kforge/vulkan/rows.hpp"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif

@@ -214,7 +214,9 @@ inline std::string problem_json(const problem& p) {
   w.key("pad").begin_array().value(p.pad[0]).value(p.pad[1]).end_array();
   w.key("dilation").begin_array().value(p.dilation[0]).value(p.dilation[1]).end_array();
   w.field("groups", p.groups).field("a_col_major", p.a_col_major).field("b_col_major", p.b_col_major);
-  w.end_object();
+  w.key("attrs").begin_object();
+  for (const auto& [k, v] : p.attrs) w.field(k, v);
+  w.end_object().end_object();
   return w.str();
 }
 inline problem problem_from_json(simdjson::dom::element e) {
@@ -242,6 +244,15 @@ inline problem problem_from_json(simdjson::dom::element e) {
   p.groups = static_cast<int>(json::num(e, "groups", 1));
   p.a_col_major = json::boolean(e, "a_col_major");
   p.b_col_major = json::boolean(e, "b_col_major");
+  simdjson::dom::object attrs;
+  if (!e["attrs"].get_object().get(attrs))
+    for (auto [k, v] : attrs) {
+      double d = 0;
+      std::int64_t i = 0;
+      if (!v.get_double().get(d)) p.attrs[std::string(k)] = d;
+      else if (!v.get_int64().get(i)) p.attrs[std::string(k)] = static_cast<double>(i);
+      else throw cache_error("kforge::gen: attribute '" + std::string(k) + "' is not a number");
+    }
   return p;
 }
 

@@ -49,48 +49,12 @@ inline constexpr const char* crash = "crash";            // the worker died
 inline constexpr const char* accepted = "accepted";
 }  // namespace stage
 
-/// A shape (other dims kept) derived from p that the prompt never shows:
-/// every extent > 1 becomes an odd number different from the original (so
-/// not a multiple of any power-of-two tile); extents of 1 stay 1 (they carry
-/// broadcasting). conv2d changes the image size, attention S and L.
+/// A shape (other dims kept) derived from p that the prompt never shows: the
+/// op's traits' held_out (by default every extent > 1 becomes an odd number
+/// different from the original, so not a multiple of any power-of-two tile;
+/// extents of 1 stay 1, they carry broadcasting).
 inline problem held_out_problem(const problem& p) {
-  auto odd = [](index_t d) {
-    if (d <= 1) return d;
-    index_t h = (d * 2 / 3) | 1;
-    if (h <= 1) h = 3;
-    if (h == d) h = d + 2;
-    return h;
-  };
-  problem q = p;
-  switch (find_op(p.op).family) {
-    case op_family::conv2d: {
-      const index_t need_h = p.dilation[0] * (p.dims2[2] - 1) + 1 - 2 * p.pad[0];
-      const index_t need_w = p.dilation[1] * (p.dims2[3] - 1) + 1 - 2 * p.pad[1];
-      q.dims[2] = std::max(odd(p.dims[2]), need_h | 1);
-      q.dims[3] = std::max(odd(p.dims[3]), need_w | 1);
-      if (q.dims[2] == p.dims[2]) q.dims[2] += 2;
-      break;
-    }
-    case op_family::attention: {
-      q.dims[2] = odd(p.dims[2]) == 1 ? 3 : odd(p.dims[2]);
-      const index_t l = p.dims2.rank() ? p.dims2[0] : p.dims[2];
-      q.dims2 = shape{odd(l) == 1 ? 5 : odd(l)};
-      break;
-    }
-    case op_family::binary: {
-      // Map a's extents; b keeps 1s where it broadcasts and follows a elsewhere.
-      shape b = p.dims2.rank() ? p.dims2 : p.dims;
-      for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd(p.dims[i]);
-      for (int i = 0; i < b.rank(); ++i) {
-        const int ai = q.dims.rank() - b.rank() + i;
-        b[i] = b[i] == 1 ? 1 : (ai >= 0 && p.dims[ai] == b[i] ? q.dims[ai] : odd(b[i]));
-      }
-      if (p.dims2.rank()) q.dims2 = b;
-      break;
-    }
-    default:
-      for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd(p.dims[i]);
-  }
+  problem q = family_of(p).held_out(p);
   if (q.dims == p.dims && q.dims2 == p.dims2) q.dims[0] = p.dims[0] + 2;
   (void)operands(q);  // still a valid problem
   return q;

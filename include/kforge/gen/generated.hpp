@@ -95,129 +95,15 @@ inline std::vector<generated_candidate> tuner_candidates(const problem& p) {
 }
 
 namespace detail {
-
-template <class T>
-shape dims_of(const tensor_view<T>& v) {
-  return v.dims;
-}
-
-/// The problem a typed op call stands for (views: inputs..., output).
-template <class T, class E, class A, class... V>
-problem problem_of(const op::gemm<T, E, A>& o, const V&... v) {
-  const auto& a = std::get<0>(std::tie(v...));
-  const auto& b = std::get<1>(std::tie(v...));
-  problem p;
-  p.op = "gemm";
-  p.type = dtype_of<T>();
-  p.dims = shape{a.size(0), b.size(1), a.size(1)};
-  p.epilogue = epilogue::epilogue_name<E>();
-  p.alpha = o.alpha, p.beta = o.beta, p.slope = o.epilogue.slope;
-  return p;
-}
-template <class T, fn F, class... V>
-problem problem_of(const op::unary<T, F>& o, const V&... v) {
-  problem p;
-  p.op = std::string(to_string(F));
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  p.slope = o.slope;
-  return p;
-}
-template <class T, binop F, class... V>
-problem problem_of(const op::binary<T, F>&, const V&... v) {
-  problem p;
-  p.op = std::string(to_string(F));
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  p.dims2 = std::get<1>(std::tie(v...)).dims;
-  return p;
-}
-template <class T, reduce_fn F, class... V>
-problem problem_of(const op::reduce<T, F>& o, const V&... v) {
-  problem p;
-  p.op = "reduce_" + std::string(to_string(F));
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  p.axis = o.axis;
-  return p;
-}
-template <class T, class... V>
-problem problem_of(const op::softmax<T>&, const V&... v) {
-  problem p;
-  p.op = "softmax";
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  return p;
-}
-template <class T, class... V>
-problem problem_of(const op::layer_norm<T>& o, const V&... v) {
-  problem p;
-  p.op = "layer_norm";
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  if (o.epsilon != op::layer_norm<T>{}.epsilon) p.epsilon = o.epsilon;
-  return p;
-}
-template <class T, class... V>
-problem problem_of(const op::rms_norm<T>& o, const V&... v) {
-  problem p;
-  p.op = "rms_norm";
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  if (o.epsilon != op::rms_norm<T>{}.epsilon) p.epsilon = o.epsilon;
-  return p;
-}
-template <class T, class E, class... V>
-problem problem_of(const op::conv2d<T, E>& o, const V&... v) {
-  problem p;
-  p.op = "conv2d";
-  p.type = dtype_of<T>();
-  p.dims = std::get<0>(std::tie(v...)).dims;
-  p.dims2 = std::get<1>(std::tie(v...)).dims;
-  p.epilogue = epilogue::epilogue_name<E>();
-  p.slope = o.epilogue.slope;
-  p.stride[0] = o.stride_h, p.stride[1] = o.stride_w, p.pad[0] = o.pad_h, p.pad[1] = o.pad_w;
-  p.dilation[0] = o.dilation_h, p.dilation[1] = o.dilation_w, p.groups = o.groups;
-  return p;
-}
-template <class T, class... V>
-problem problem_of(const op::attention<T>& o, const V&... v) {
-  const auto& q = std::get<0>(std::tie(v...));
-  const auto& k = std::get<1>(std::tie(v...));
-  problem p;
-  p.op = "attention";
-  p.type = dtype_of<T>();
-  p.dims = q.dims;
-  if (k.rank() == 4 && k.size(2) != q.size(2)) p.dims2 = shape{k.size(2)};
-  p.causal = o.causal;
-  p.scale = o.scale;
-  return p;
-}
-
+/// Ops whose kernels kforge gen can generate: every op a family's traits
+/// describe (gemm with f32 accumulation only).
 template <class Op>
-inline constexpr bool generatable = false;
-template <class T, class E, class A>
-inline constexpr bool generatable<op::gemm<T, E, A>> = std::is_same_v<A, float>;
-template <class T, fn F>
-inline constexpr bool generatable<op::unary<T, F>> = true;
-template <class T, binop F>
-inline constexpr bool generatable<op::binary<T, F>> = true;
-template <class T, reduce_fn F>
-inline constexpr bool generatable<op::reduce<T, F>> = true;
-template <class T>
-inline constexpr bool generatable<op::softmax<T>> = true;
-template <class T>
-inline constexpr bool generatable<op::layer_norm<T>> = true;
-template <class T>
-inline constexpr bool generatable<op::rms_norm<T>> = true;
-template <class T, class E>
-inline constexpr bool generatable<op::conv2d<T, E>> = true;
-template <class T>
-inline constexpr bool generatable<op::attention<T>> = true;
+concept generatable = requires { typename traits_of_t<Op>; } && (!requires { typename Op::acc_type; } ||
+                                                                  std::is_same_v<typename Op::acc_type, float>);
 
 template <class Op, class... V>
 void run_generated(const Op& op, const V&... views) {
-  const problem p = problem_of(op, views...);
+  const problem p = traits_of_t<Op>::problem_of(op, views...);
   std::vector<host_tensor> ts = allocate(p);
   if (ts.size() != sizeof...(V))
     throw argument_error("kforge::" + std::string(Op::name) + ": policy generated expected " + std::to_string(ts.size()) +

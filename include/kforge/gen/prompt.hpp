@@ -106,37 +106,7 @@ inline std::vector<chat_message> build_messages(const problem& p, const device_f
 
 /// A PyTorch-style description of the op (the record's source spec when the
 /// caller gives none).
-inline std::string default_source_spec(const problem& p) {
-  const op_family f = find_op(p.op).family;
-  switch (f) {
-    case op_family::gemm: {
-      std::string e = "alpha * (A @ B)";
-      if (p.beta != 0) e += " + beta * C";
-      if (kforge::detail::epilogue_has_bias(p.epilogue)) e += " + bias";
-      std::string act = p.epilogue.starts_with("bias_") ? p.epilogue.substr(5) : (p.epilogue == "bias" ? "none" : p.epilogue);
-      if (act != "none") e = "F." + act + "(" + e + ")";
-      return "def gemm(A, B, C, bias, alpha=" + std::to_string(p.alpha) + ", beta=" + std::to_string(p.beta) +
-             "):\n    return " + e;
-    }
-    case op_family::conv2d:
-      return "def conv2d(x, w, bias):\n    return F.conv2d(x, w, bias, stride=(" + std::to_string(p.stride[0]) + "," +
-             std::to_string(p.stride[1]) + "), padding=(" + std::to_string(p.pad[0]) + "," + std::to_string(p.pad[1]) +
-             "), dilation=(" + std::to_string(p.dilation[0]) + "," + std::to_string(p.dilation[1]) +
-             "), groups=" + std::to_string(p.groups) + ")  # then epilogue " + p.epilogue;
-    case op_family::unary: return "def " + p.op + "(x):\n    return F." + p.op + "(x)";
-    case op_family::binary: return "def " + p.op + "(a, b):\n    return torch." + (p.op == "max" ? std::string("maximum") : p.op == "min" ? std::string("minimum") : p.op) + "(a, b)";
-    case op_family::reduce:
-      return "def " + p.op + "(x):\n    return torch." + p.op.substr(7) + "(x, dim=" + std::to_string(p.axis) + ")" +
-             (p.op == "reduce_max" || p.op == "reduce_min" ? ".values" : "");
-    case op_family::softmax: return "def softmax(x):\n    return torch.softmax(x, dim=-1)";
-    case op_family::layer_norm: return "def layer_norm(x, gamma, beta):\n    return F.layer_norm(x, x.shape[-1:], gamma, beta)";
-    case op_family::rms_norm: return "def rms_norm(x, gamma):\n    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * gamma";
-    case op_family::attention:
-      return std::string("def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v, is_causal=") +
-             (p.causal ? "True" : "False") + ")";
-  }
-  return p.op;
-}
+inline std::string default_source_spec(const problem& p) { return family_of(p).source_spec(p); }
 
 // ---- extraction -----------------------------------------------------------------
 

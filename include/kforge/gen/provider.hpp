@@ -97,8 +97,7 @@ class template_provider : public provider {
 
   /// The source and a one-line description of sample i for problem p.
   static std::pair<std::string, std::string> variant(const problem& p, int i) {
-    const op_family fam = find_op(p.op).family;
-    const bool tiled = fam == op_family::gemm || fam == op_family::conv2d;
+    const bool tiled = contract_for(p).tile_2d;  // tile knobs, not a workgroup size
     template_knobs k;
     switch (i % 6) {
       case 0: return {template_source(p, k), "kforge's kernel, default knobs " + k.label()};

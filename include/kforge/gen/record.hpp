@@ -134,11 +134,6 @@ inline std::string dims_part(const shape& s) {
   for (int i = 0; i < s.rank(); ++i) o += (i ? "x" : "") + std::to_string(s[i]);
   return o.empty() ? "1" : o;
 }
-inline std::string num_part(float v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%g", v);
-  return b;
-}
 }  // namespace detail
 
 /// "c_gemm_i64x40-40x48_o64x48_f32" — the name without the hash.
@@ -147,20 +142,7 @@ inline std::string record_prefix(bool correct, const problem& p) {
   std::string in;
   for (std::size_t i = 0; i + 1 < ops.size(); ++i) in += (i ? "-" : "") + detail::dims_part(ops[i].dims);
   std::string params = std::string(to_string(p.type));
-  const op_family f = find_op(p.op).family;
-  if ((f == op_family::gemm || f == op_family::conv2d) && p.epilogue != "none") params += "_e" + p.epilogue;
-  if (f == op_family::gemm && p.alpha != 1.0f) params += "_a" + detail::num_part(p.alpha);
-  if (f == op_family::gemm && p.beta != 0.0f) params += "_b" + detail::num_part(p.beta);
-  if ((f == op_family::unary && p.op == "leaky_relu") || ((f == op_family::gemm || f == op_family::conv2d) &&
-                                                          p.epilogue.find("leaky") != std::string::npos))
-    params += "_sl" + detail::num_part(p.slope);
-  if (f == op_family::conv2d)
-    params += "_s" + std::to_string(p.stride[0]) + "x" + std::to_string(p.stride[1]) + "_p" + std::to_string(p.pad[0]) +
-              "x" + std::to_string(p.pad[1]) + "_d" + std::to_string(p.dilation[0]) + "x" + std::to_string(p.dilation[1]) +
-              "_g" + std::to_string(p.groups);
-  if (f == op_family::reduce) params += "_ax" + std::to_string(p.axis);
-  if ((f == op_family::layer_norm || f == op_family::rms_norm) && p.epsilon >= 0) params += "_eps" + detail::num_part(p.epsilon);
-  if (f == op_family::attention) params += (p.causal ? "_causal" : "") + (p.scale > 0 ? "_sc" + detail::num_part(p.scale) : "");
+  params += family_of(p).record_params(p);
   return std::string(correct ? "c" : "r") + "_" + detail::name_part(p.op) + "_i" + in + "_o" +
          detail::dims_part(ops.back().dims) + "_" + detail::name_part(params);
 }

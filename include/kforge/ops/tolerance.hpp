@@ -33,6 +33,9 @@ constexpr double epsilon_of(dtype d) {
   return 0;
 }
 
+/// Largest finite value of storage type d (f32's for f32 and bf16).
+inline double max_finite(dtype d) { return d == dtype::f16 ? 65504.0 : 3.3895313892515355e38; }
+
 /// Spacing of storage type d at magnitude |v| (normal range; the smallest
 /// normal's spacing below it).
 inline double ulp_at(dtype d, double v) {

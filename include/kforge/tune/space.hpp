@@ -116,7 +116,7 @@ void gemm_typed(const problem& p, std::vector<host_tensor>& ts) {
 /// Runs a gemm problem under P; any other op throws unsupported_error.
 template <class P>
 void gemm_executor(const problem& p, std::vector<host_tensor>& ts) {
-  if (find_op(p.op).family != op_family::gemm)
+  if (!is_family<gemm_traits>(p))
     throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
   switch (p.type) {
     case dtype::f32: detail::gemm_typed<P, float>(p, ts); break;

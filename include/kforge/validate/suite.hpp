@@ -75,50 +75,8 @@ class rng {
   std::uint64_t s_;
 };
 
-/// Input magnitudes of the large-magnitude and extremes cases for a problem:
-/// as large as the op and dtype allow without the reference itself
-/// overflowing, so that these cases test range handling, not overflow luck.
-struct case_magnitudes {
-  double large;           ///< large-magnitude case: |x| in [large/2, large]
-  double extreme_lo, extreme_hi;  ///< extremes case: |x| in [lo, hi]
-  bool extreme_positive_only = false;
-};
-
-inline double max_finite(dtype d) { return d == dtype::f16 ? 65504.0 : 3.3895313892515355e38; }
-
-inline case_magnitudes magnitudes_for(const problem& p) {
-  const double mx = max_finite(p.type);
-  const bool f16 = p.type == dtype::f16;
-  const op_family fam = find_op(p.op).family;
-  const auto ops = operands(p);
-  switch (fam) {
-    case op_family::gemm:
-    case op_family::conv2d: {
-      const double k = fam == op_family::gemm ? static_cast<double>(p.dims[2])
-                                              : static_cast<double>(p.dims2[1] * p.dims2[2] * p.dims2[3]);
-      const double m = std::sqrt(mx / (8.0 * std::max(1.0, k)));
-      return {std::min(f16 ? 100.0 : 1e3, m), m / 2, m};
-    }
-    case op_family::unary: {
-      if (p.op == "exp") return {f16 ? 8.0 : 40.0, f16 ? 9.0 : 80.0, f16 ? 11.0 : 88.0};
-      if (p.op == "relu" || p.op == "abs" || p.op == "neg" || p.op == "leaky_relu")
-        return {f16 ? 1e4 : 1e30, mx / 4, mx / 2};
-      return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0};  // saturating functions
-    }
-    case op_family::binary: return {f16 ? 100.0 : 1e6, std::sqrt(mx) / 4, std::sqrt(mx) / 2};
-    case op_family::reduce: {
-      const int axis = p.axis < 0 ? p.axis + p.dims.rank() : p.axis;
-      const double n = static_cast<double>(std::max<index_t>(1, p.dims[axis]));
-      return {std::min(f16 ? 100.0 : 1e4, mx / (4 * n)), mx / (8 * n), mx / (4 * n)};
-    }
-    case op_family::softmax: return {f16 ? 1e3 : 1e4, mx / 8, mx / 4};
-    case op_family::layer_norm:
-    case op_family::rms_norm: return {f16 ? 100.0 : 1e4, f16 ? 1e4 : 1e14, f16 ? 6e4 : 1e15};
-    case op_family::attention: return {f16 ? 2.0 : 3.0, 2.0, 4.0};
-  }
-  (void)ops;
-  return {100.0, 1.0, 10.0};
-}
+/// Input magnitudes of the large-magnitude and extremes cases (the op's traits).
+inline case_magnitudes magnitudes_for(const problem& p) { return family_of(p).magnitudes(p); }
 
 /// Fills every input operand (and an output that is also read) for one case.
 inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, std::vector<host_tensor>& ts) {
@@ -152,9 +110,9 @@ inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, 
     }
     if (c == input_case::nan_inf && spec.gets_specials && !spec.is_output && !offs.empty()) {
       // A few specials (about 1 in 300, at least two) so that most outputs stay
-      // finite and the finite part is still checked. Attention gets NaN only:
-      // how ±Inf scores mix with masking is not something PyTorch defines.
-      const bool inf_ok = find_op(p.op).family != op_family::attention;
+      // finite and the finite part is still checked; ±Inf where the op's
+      // traits allow them (attention's do not).
+      const bool inf_ok = family_of(p).inf_inputs;
       const std::size_t count = std::max<std::size_t>(2, offs.size() / 300);
       for (std::size_t k = 0; k < count; ++k) {
         const index_t off = offs[static_cast<std::size_t>(r.next() % offs.size())];
@@ -168,112 +126,32 @@ inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, 
 }
 
 /// Per-element error scale: the magnitude that rounding errors of a correct
-/// kernel are proportional to. For linear ops (gemm, conv2d, sum, mean,
-/// add/sub) it is the op applied to |inputs| — large where cancellation makes
-/// |ref| small; for the others it is derived from |ref| and the inputs.
+/// kernel are proportional to (the op's traits). For linear ops (gemm,
+/// conv2d, sum, mean, add/sub) it is the op applied to |inputs| — large where
+/// cancellation makes |ref| small; for the others it is derived from |ref|
+/// and the inputs.
 inline std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref) {
-  const auto specs = operands(p);
-  const std::vector<index_t> offs = ref.offsets();
-  std::vector<double> scale(offs.size(), 0.0);
-  auto abs_f32 = [](const host_tensor& h) {
-    host_tensor a(dtype::f32, h.dims, h.strides);
-    for (index_t i = 0; i < h.span(); ++i) a.set(i, std::fabs(h.get(i)));
-    return a;
-  };
-  auto finite_or = [](double v, double alt) { return std::isfinite(v) ? v : alt; };
-  const op_family fam = find_op(p.op).family;
-  auto linear_scale = [&](problem q) {
-    // The same op on |inputs| in f32, with the activation dropped.
+  const linear_scale_fn linear = [&](const problem& q_in) {
+    // q_in on |inputs| in f32.
+    problem q = q_in;
     q.type = dtype::f32;
-    if (fam == op_family::gemm || fam == op_family::conv2d) {
-      q.epilogue = detail::epilogue_has_bias(p.epilogue) ? "bias" : "none";
-      q.alpha = std::fabs(p.alpha);
-      q.beta = std::fabs(p.beta);
-    }
-    if (p.op == "reduce_max" || p.op == "reduce_min") q.op = "reduce_sum";
     std::vector<host_tensor> a;
-    for (std::size_t t = 0; t < in.size(); ++t) a.push_back(abs_f32(in[t]));
+    for (const host_tensor& h : in) {
+      host_tensor abs(dtype::f32, h.dims, h.strides);
+      for (index_t i = 0; i < h.span(); ++i) abs.set(i, std::fabs(h.get(i)));
+      a.push_back(std::move(abs));
+    }
     execute<policy::eigen>(q, a);
     const std::vector<index_t> ao = a.back().offsets();
-    for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = a.back().get(ao[e]);
+    std::vector<double> scale(ao.size());
+    for (std::size_t e = 0; e < ao.size(); ++e) scale[e] = a.back().get(ao[e]);
+    return scale;
   };
-  switch (fam) {
-    case op_family::gemm:
-    case op_family::conv2d: linear_scale(p); break;
-    case op_family::reduce:
-      if (p.op == "reduce_sum" || p.op == "reduce_mean") linear_scale(p);
-      else
-        for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = std::fabs(ref.get(offs[e]));
-      break;
-    case op_family::binary:
-      if (p.op == "add" || p.op == "sub") {
-        problem q = p;
-        q.op = "add";
-        linear_scale(q);
-      } else {
-        for (std::size_t e = 0; e < offs.size(); ++e) scale[e] = std::fabs(ref.get(offs[e]));
-      }
-      break;
-    case op_family::unary: {
-      const std::vector<index_t> xo = in[0].offsets();
-      for (std::size_t e = 0; e < offs.size(); ++e) {
-        const double x = std::fabs(in[0].get(xo[e]));
-        scale[e] = std::fabs(ref.get(offs[e])) * (1.0 + finite_or(x, 0.0)) + std::min(finite_or(x, 1.0), 1.0);
-      }
-      break;
-    }
-    case op_family::softmax: std::fill(scale.begin(), scale.end(), 1.0); break;
-    case op_family::layer_norm:
-    case op_family::rms_norm: {
-      const index_t cols = p.dims.back();
-      const std::vector<index_t> go = in[1].offsets();
-      const bool ln = fam == op_family::layer_norm;
-      const std::vector<index_t> bo = ln ? in[2].offsets() : std::vector<index_t>{};
-      for (std::size_t e = 0; e < offs.size(); ++e) {
-        const std::size_t j = static_cast<std::size_t>(static_cast<index_t>(e) % cols);
-        const double gamma = std::fabs(in[1].get(go[j])), beta = ln ? std::fabs(in[2].get(bo[j])) : 0.0;
-        scale[e] = std::fabs(ref.get(offs[e])) + gamma + beta;
-      }
-      break;
-    }
-    case op_family::attention: {
-      auto maxabs = [](const host_tensor& h) {
-        double m = 0;
-        for (index_t i = 0; i < h.span(); ++i) {
-          const double v = std::fabs(h.get(i));
-          if (std::isfinite(v)) m = std::max(m, v);
-        }
-        return m;
-      };
-      const double d = static_cast<double>(p.dims[3]);
-      const double s = p.scale > 0 ? p.scale : 1.0 / std::sqrt(std::max(1.0, d));
-      const double v = maxabs(in[2]) * (1.0 + s * maxabs(in[0]) * maxabs(in[1]) * d);
-      std::fill(scale.begin(), scale.end(), v);
-      break;
-    }
-  }
-  return scale;
+  return family_of(p).error_scale(p, in, ref, linear);
 }
 
 /// The tolerance of a problem, from the numbers next to its op.
-inline tolerance tolerance_for(const problem& p) {
-  const auto specs = operands(p);
-  switch (find_op(p.op).family) {
-    case op_family::gemm: return gemm_tolerance(p.type, p.dims[2]);
-    case op_family::conv2d: return conv2d_tolerance(p.type, p.dims2[1] * p.dims2[2] * p.dims2[3]);
-    case op_family::unary:
-    case op_family::binary: return elementwise_tolerance(p.type);
-    case op_family::reduce: {
-      const int axis = p.axis < 0 ? p.axis + p.dims.rank() : p.axis;
-      return reduce_tolerance(p.type, p.dims[axis]);
-    }
-    case op_family::softmax: return softmax_tolerance(p.type, p.dims.back());
-    case op_family::layer_norm:
-    case op_family::rms_norm: return norm_tolerance(p.type, p.dims.back());
-    case op_family::attention: return attention_tolerance(p.type, p.dims[3], specs[1].dims[2]);
-  }
-  return {};
-}
+inline tolerance tolerance_for(const problem& p) { return family_of(p).tolerance_of(p); }
 
 struct case_result {
   std::string name;

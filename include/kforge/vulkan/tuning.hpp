@@ -33,30 +33,11 @@ inline double& last_gemm_seconds_slot() {
 template <class T, class Knobs>
 double gemm_host_tiled(context& ctx, const Knobs& t, float alpha, float beta, fn act, float slope,
                        const kforge::gemm_args<T>& g, bool has_bias) {
-  using D = device_type_t<T>;
-  stream s(ctx);
-  std::deque<device_tensor<D>> temps;
-  auto in = [&](const tensor_view<const T>& v) {
-    temps.emplace_back(ctx, v.dims);
-    temps.back().record_upload(s, v);
-    return temps.back().ref();
-  };
-  const buffer_ref a = in(g.a), b = in(g.b);
-  buffer_ref bias;
-  if (has_bias) bias = in(g.bias);
-  temps.emplace_back(ctx, g.c.dims);
-  device_tensor<D>& out = temps.back();
-  if (beta != 0.0f) out.record_upload(s, tensor_view<const T>(g.c));
+  call<T> c(ctx, {&g.a, &g.b, has_bias ? &g.bias : nullptr}, g.c, beta != 0.0f);
   if (g.m && g.n)
-    record_gemm(s, dtype_of<D>(), t, g.m, g.n, g.k, alpha, beta, act, slope, a, b, has_bias ? &bias : nullptr,
-                out.ref());
-  const void* p = out.record_download(s);
-  s.run();
-  if (p) unpack(static_cast<const D*>(p), g.c);
-  double ms = g.m && g.n ? -1 : 0;
-  for (const auto& d : s.timings())
-    if (d.label.rfind("gemm ", 0) == 0 && d.ms >= 0) ms = (ms < 0 ? 0 : ms) + d.ms;
-  const double sec = ms < 0 ? -1 : ms * 1e-3;
+    record_gemm(c.s(), c.dt, t, g.m, g.n, g.k, alpha, beta, act, slope, c.in(0), c.in(1), c.in_opt(2), c.out());
+  c.finish();
+  const double sec = g.m && g.n ? last_call_seconds_slot() : 0;
   last_gemm_seconds_slot() = sec;
   return sec;
 }
@@ -76,7 +57,7 @@ double gemm_knobs(context& ctx, const Knobs& t, const op::gemm<T, E, float>& op,
 
 template <class Knobs>
 double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<host_tensor>& ts) {
-  if (find_op(p.op).family != op_family::gemm)
+  if (!is_family<gemm_traits>(p))
     throw unsupported_error("kforge::vulkan::gemm_with_config: runs gemm, not " + p.op);
   double sec = -1;
   auto typed = [&]<class T>(T*) {

@@ -15,6 +15,9 @@
 // scores are all -inf, write NaN (the reference's softmax does the same).
 #pragma once
 
+#include "kforge/ops/attention_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* attention = R"glsl(
@@ -261,5 +264,43 @@ void main() {
   }
 }
 )glsl";
+
+/// MAXD is a literal in contract form (the host of generated kernels sets no
+/// specialization constant): max(D, Dv) rounded up to 32, as the backend's host does.
+template <>
+struct contract_form<attention_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) {
+    const index_t d = p.dims[3];
+    const index_t maxd = std::max<index_t>(32, (d + 31) / 32 * 32);
+    return {replace_all(attention, "layout(constant_id = 1) const uint MAXD = 64;",
+                        "const uint MAXD = " + std::to_string(maxd) + ";", "MAXD"),
+            {},
+            k.wg};
+  }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        {"dropped_scale", "no_scale", "scores are not multiplied by 1/sqrt(D)", "s = dot * pc.scale;", "s = dot;"},
+        {"off_by_one", "causal_diagonal", "the causal mask also hides the diagonal", "j > row) s = -KF_INF;",
+         "j >= row) s = -KF_INF;", [](const problem& p) { return p.causal; }},
+        {"missing_tail", "no_causal_mask", "the causal mask is ignored", "      if (pc.causal != 0u && j > row) s = -KF_INF;\n",
+         "", [](const problem& p) { return p.causal; }},
+        // (l's and acc's inits are scaled by 0 on the first key block, so
+        // mutating them would be equivalent; the workgroup sum's init is not.)
+        {"wrong_init", "wg_sum_init", "the workgroup sum of probabilities starts at 1", "  float r = 0.0;\n",
+         "  float r = 1.0;\n"},
+        {"missing_barrier", "q_barrier", "no barrier after staging the query row in shared memory",
+         "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;\n  barrier();", "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;"},
+        {"read_past_end", "key_bound", "keys are valid up to j <= L, reading one key past the end",
+         "bool valid = j < pc.L;", "bool valid = j <= pc.L;"},
+        {"partial_output", "last_column", "the last output column is never written",
+         "for (uint d = t; d < pc.DV; d += WG)\n    o_[id * pc.DV + d]", "for (uint d = t; d + 1u < pc.DV; d += WG)\n    o_[id * pc.DV + d]"},
+        {"returns_input", "copy_q", "O receives Q's elements",
+         "o_[id * pc.DV + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[id * pc.DV + d] = q_[id * pc.D + d];"},
+        {"f16_accumulation", "score_f16", "the q·k dot product is accumulated in f16",
+         "dot = fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot);",
+         "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot)) + 0x1000u) & 0xffffe000u);"},
+    };
+  }
+};
 
 }  // namespace kforge::vulkan::shaders

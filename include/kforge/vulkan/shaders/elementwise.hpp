@@ -12,6 +12,9 @@
 // 0 along broadcast dims (operands are dense row-major on the device).
 #pragma once
 
+#include "kforge/ops/elementwise_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* unary = R"glsl(
@@ -122,5 +125,40 @@ void main() {
   while (x_[1] == 0u) atomicAdd(x_[0], 1u);
 }
 )glsl";
+
+template <>
+struct contract_form<unary_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) {
+    return {unary, {{"KF_FN", std::to_string(static_cast<int>(*parse_fn(p.op)))}}, k.wg};
+  }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        {"off_by_one", "loop_bound", "the loop runs to i <= n, writing one element past y", "i < pc.n; i += stride)",
+         "i <= pc.n; i += stride)"},
+        {"missing_tail", "whole_groups_only", "only whole workgroups' worth of elements are written",
+         "i < pc.n; i += stride)", "i < pc.n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; i += stride)"},
+        {"returns_input", "copy_x", "y = x", "y_[i] = T(kf_apply(KF_FN, float(x_[i]), pc.slope));", "y_[i] = x_[i];"},
+        {"dropped_scale", "slope", "leaky_relu ignores its slope", "x < 0.0 ? slope * x : x",
+         "x < 0.0 ? 0.01 * x : x", [](const problem& p) { return p.op == "leaky_relu" && p.slope != 0.01f; }},
+    };
+  }
+};
+
+template <>
+struct contract_form<binary_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) {
+    return {binary, {{"KF_OP", std::to_string(static_cast<int>(*parse_binop(p.op)))}}, k.wg};
+  }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        {"off_by_one", "loop_bound", "the loop runs to i <= n", "i < pc.n; i += stride)", "i <= pc.n; i += stride)"},
+        {"missing_tail", "whole_groups_only", "only whole workgroups' worth of elements are written",
+         "i < pc.n; i += stride)", "i < pc.n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; i += stride)"},
+        {"read_past_end", "ignore_broadcast", "b is indexed with a's strides, reading past its end when it broadcasts",
+         "ib += idx * pc.sb[d];", "ib += idx * pc.sa[d];"},
+        {"returns_input", "copy_a", "c = a", "c_[i] = T(op(float(a_[ia]), float(b_[ib])));", "c_[i] = a_[ia];"},
+    };
+  }
+};
 
 }  // namespace kforge::vulkan::shaders

@@ -19,6 +19,10 @@
 // gl_WorkGroupID.z; bias is per filter (row m).
 #pragma once
 
+#include "kforge/ops/conv2d_traits.hpp"
+#include "kforge/ops/gemm_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* gemm = R"glsl(
@@ -117,5 +121,76 @@ void main() {
   }
 }
 )glsl";
+
+/// gemm and conv2d in contract form: the generic kernel with its tile knobs
+/// as literals, and the bias binding removed when the epilogue has none.
+inline contract_kernel gemm_contract_kernel(const problem& p, const template_knobs& k, bool conv) {
+  const bool bias = kforge::detail::epilogue_has_bias(p.epilogue);
+  contract_kernel c;
+  c.defines = {{"KF_CONV", conv ? "1" : "0"}, {"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", std::to_string(act_code(p.epilogue))}};
+  c.body = gemm;
+  const char* names[] = {"BM", "BN", "BK", "TM", "TN"};
+  const std::uint32_t vals[] = {k.bm, k.bn, k.bk, k.tm, k.tn};
+  const char* dflt[] = {"64", "64", "16", "4", "4"};
+  for (int i = 0; i < 5; ++i)
+    c.body = replace_all(c.body, "const uint " + std::string(names[i]) + " = " + dflt[i] + ";",
+                         "const uint " + std::string(names[i]) + " = " + std::to_string(vals[i]) + ";", "tile knob");
+  if (!bias) {
+    c.body = replace_all(c.body, "layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };\n", "",
+                         "drop the bias binding");
+    c.body = replace_all(c.body, "binding = 3) buffer BufC", "binding = 2) buffer BufC", "renumber C");
+  }
+  if (!k.tm || !k.tn || k.bm % k.tm || k.bn % k.tn) throw argument_error("kforge::gen: tile not a multiple of the thread tile");
+  c.local_size = (k.bm / k.tm) * (k.bn / k.tn);
+  return c;
+}
+inline std::vector<edit> gemm_contract_edits() {
+  return {
+    {"off_by_one", "store_bound", "the store bound test is `>` instead of `>=`, writing one row past C",
+     "    if (gm >= pc.M) continue;", "    if (gm > pc.M) continue;"},
+    {"missing_tail", "k_tail", "the A tile load drops its K bound, reading the next row for the K tail",
+     "(gm < pc.M && gk < pc.K) ? load_a", "(gm < pc.M) ? load_a"},
+    {"missing_barrier", "barrier_after_compute", "no barrier between using a shared tile and loading the next",
+     "    barrier();\n  }\n  for (uint i = 0; i < TM; ++i) {", "  }\n  for (uint i = 0; i < TM; ++i) {"},
+    {"wrong_init", "acc_init", "accumulators start at 1 instead of 0", "acc[i] = 0.0;", "acc[i] = 1.0;"},
+    {"read_past_end", "b_bound", "the B tile load tests k <= K, reading one row past the end of B",
+     "(gk < pc.K && gn < pc.N) ? load_b", "(gk <= pc.K && gn < pc.N) ? load_b"},
+    {"partial_output", "skip_first_thread_column", "the store loop starts at the second column of each thread tile",
+     "for (uint j = 0; j < TN; ++j) {\n      uint gn", "for (uint j = 1; j < TN; ++j) {\n      uint gn"},
+    {"f16_accumulation", "acc_f16", "the accumulator is rounded to f16 after every multiply-add",
+     "acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);",
+     "acc[i * TN + j] = uintBitsToFloat((floatBitsToUint(fma(av[i], bv[j], acc[i * TN + j])) + 0x1000u) & 0xffffe000u);"},
+};
+}
+
+template <>
+struct contract_form<gemm_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) { return gemm_contract_kernel(p, k, false); }
+  static std::vector<edit> edits(const problem&) {
+    std::vector<edit> e = gemm_contract_edits();
+    e.push_back({"dropped_scale", "alpha", "alpha is not applied", "      v *= pc.alpha;\n", "",
+                 [](const problem& p) { return p.alpha != 1.0f; }});
+    e.push_back({"returns_input", "copy_a", "C receives A's elements", "c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));",
+                 "c_[idx] = a_[idx];"});
+    return e;
+  }
+};
+
+template <>
+struct contract_form<conv2d_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) { return gemm_contract_kernel(p, k, true); }
+  static std::vector<edit> edits(const problem&) {
+    std::vector<edit> e = gemm_contract_edits();
+    e.push_back({"off_by_one", "pad_bound", "the padding test is `>` instead of `>=` at the bottom edge",
+                 "ih >= int(pc.H)", "ih > int(pc.H)",
+                 [](const problem& p) { return p.pad[0] > 0; }});
+    e.push_back({"dropped_scale", "bias", "the bias is not added", "      v += float(bias_[g * pc.M + gm]);\n", "",
+                 [](const problem& p) { return kforge::detail::epilogue_has_bias(p.epilogue); }});
+    e.push_back({"returns_input", "copy_x", "y receives x's elements",
+                 "c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = T(kf_apply(KF_ACT, v, pc.slope));",
+                 "c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = a_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq];"});
+    return e;
+  }
+};
 
 }  // namespace kforge::vulkan::shaders

@@ -21,8 +21,8 @@
 // staging area in shared memory, from which each invocation applies the
 // epilogue to 8 elements and stores those inside [M,N]: any M, N, K works.
 //
-// Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
-// C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
+// Bindings, push constants and the epilogue: shaders/gemm_common.hpp (KF_VEC_T
+// = uvec4, eight halves; T is float16_t, the kernel runs f16 data only).
 #pragma once
 
 namespace kforge::vulkan::shaders {
@@ -34,16 +34,6 @@ layout(constant_id = 3) const uint BK = 32;
 layout(constant_id = 4) const uint WARPS_M = 2;
 layout(constant_id = 5) const uint GROUP_M = 8;
 
-#if KF_VEC
-layout(std430, set = 0, binding = 0) readonly buffer BufA { uvec4 a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { uvec4 b_[]; };
-#else
-layout(std430, set = 0, binding = 0) readonly buffer BufA { float16_t a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { float16_t b_[]; };
-#endif
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
-layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
-layout(push_constant) uniform Push { uint M, N, K; float alpha, beta, slope; } pc;
 
 const uint WG = gl_WorkGroupSize.x, WARPS = WG / 32, WARPS_N = WARPS / WARPS_M;
 const uint FM = BM / WARPS_M / 16, FN = BN / WARPS_N / 16;
@@ -143,15 +133,7 @@ void main() {
       if (gm < pc.M)
         [[unroll]] for (uint e = 0; e < 8; ++e) {
           uint gn = gn0 + e;
-          if (gn < pc.N) {
-            uint idx = gm * pc.N + gn;
-            float v = Cs[warp * 256 + row * 16 + col + e] * pc.alpha;
-            if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
-#if KF_BIAS
-            v += float(bias_[gn]);
-#endif
-            c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
-          }
+          if (gn < pc.N) kf_gemm_store(gm, gn, Cs[warp * 256 + row * 16 + col + e]);
         }
       subgroupMemoryBarrierShared();
       subgroupBarrier();

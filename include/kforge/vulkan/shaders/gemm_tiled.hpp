@@ -25,8 +25,7 @@
 // vector or scalar outside [M,K] / [K,N] loads 0; stores outside [M,N] are
 // skipped. So any M, N, K (including 0) is handled without padding.
 //
-// Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
-// C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
+// Bindings, push constants and the epilogue: shaders/gemm_common.hpp (KF_VEC_T = T4).
 #pragma once
 
 namespace kforge::vulkan::shaders {
@@ -39,16 +38,6 @@ layout(constant_id = 4) const uint TM = 8;
 layout(constant_id = 5) const uint TN = 8;
 layout(constant_id = 6) const uint GROUP_M = 8;
 
-#if KF_VEC
-layout(std430, set = 0, binding = 0) readonly buffer BufA { T4 a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { T4 b_[]; };
-#else
-layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
-#endif
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
-layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
-layout(push_constant) uniform Push { uint M, N, K; float alpha, beta, slope; } pc;
 
 const uint WG = (BM / TM) * (BN / TN);
 const uint SA = (BM + 4) / 4, SB = (BN + 4) / 4;  // padded row strides in vec4
@@ -136,19 +125,12 @@ void main() {
   [[unroll]] for (uint i = 0; i < TM; ++i) {
     uint gm = m0 + (i / 4) * RS + tr * 4 + i % 4;
     [[unroll]] for (uint g = 0; g < GN; ++g) {
-      vec4 v = acc[i * GN + g] * pc.alpha;
+      vec4 v = acc[i * GN + g];
       uint gn0 = n0 + g * CSTR + tc * 4;
       if (gm >= pc.M) continue;
       for (uint e = 0; e < 4; ++e) {
-        uint gn = gn0 + e;
-        if (gn >= pc.N) break;
-        uint idx = gm * pc.N + gn;
-        float x = v[e];
-        if (pc.beta != 0.0) x += pc.beta * float(c_[idx]);
-#if KF_BIAS
-        x += float(bias_[gn]);
-#endif
-        c_[idx] = T(kf_apply(KF_ACT, x, pc.slope));
+        if (gn0 + e >= pc.N) break;
+        kf_gemm_store(gm, gn0 + e, v[e]);
       }
     }
   }

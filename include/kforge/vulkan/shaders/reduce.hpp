@@ -8,6 +8,9 @@
 // addition as the reference does.
 #pragma once
 
+#include "kforge/ops/reduce_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* reduce = R"glsl(
@@ -38,5 +41,37 @@ void main() {
   if (gl_LocalInvocationID.x == 0) y_[id] = T(s);
 }
 )glsl";
+
+template <>
+struct contract_form<reduce_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) {
+    return {reduce, {{"KF_RED", std::to_string(static_cast<int>(*parse_reduce_fn(p.op.substr(7))))}}, k.wg};
+  }
+  static std::vector<edit> edits(const problem&) {
+    auto is = [](std::string op) { return [op](const problem& p) { return p.op == op; }; };
+    return {
+        {"off_by_one", "loop_bound", "the loop over the axis runs to j <= n", "j < pc.n; j += gl_WorkGroupSize.x)",
+         "j <= pc.n; j += gl_WorkGroupSize.x)"},
+        {"wrong_init", "sum_init", "the sum starts at 1", "  float s = 0.0;\n  for", "  float s = 1.0;\n  for",
+         [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
+        {"wrong_init", "extreme_init", "max starts at +inf (min at -inf)", "float s = KF_RED == 2 ? -KF_INF : KF_INF;",
+         "float s = KF_RED == 2 ? KF_INF : -KF_INF;", [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
+        {"dropped_scale", "mean_divide", "the mean is not divided by n", "  if (KF_RED == 1) s /= float(pc.n);\n", "",
+         is("reduce_mean")},
+        {"missing_barrier", "wg_sum_barrier", "no barrier between writing and reading the per-subgroup partials",
+         k_barrier_sum, k_barrier_sum_mut, [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
+        {"missing_barrier", "wg_max_barrier", "no barrier between writing and reading the per-subgroup partials",
+         k_barrier_max, k_barrier_max_mut, [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
+        {"partial_output", "skip_last", "the last output element is never written",
+         "if (gl_LocalInvocationID.x == 0) y_[id] = T(s);",
+         "if (gl_LocalInvocationID.x == 0 && id + 1u < pc.outer * pc.inner) y_[id] = T(s);"},
+        {"returns_input", "copy_x", "y receives x's elements", "y_[id] = T(s);", "y_[id] = x_[id];"},
+        {"f16_accumulation", "sum_f16", "the partial sum is rounded to f16 after every addition",
+         "s += float(x_[base + j * pc.inner]);",
+         "s = uintBitsToFloat((floatBitsToUint(s + float(x_[base + j * pc.inner])) + 0x1000u) & 0xffffe000u);",
+         [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
+    };
+  }
+};
 
 }  // namespace kforge::vulkan::shaders

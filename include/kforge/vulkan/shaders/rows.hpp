@@ -21,6 +21,9 @@
 // one sum reduction suffice; norms: mean, then mean of squared deviations).
 #pragma once
 
+#include "kforge/ops/norm_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* softmax_rowreg = R"glsl(
@@ -152,5 +155,54 @@ void main() {
   }
 }
 )glsl";
+
+template <>
+struct contract_form<softmax_traits> {
+  static contract_kernel kernel(const problem&, const template_knobs& k) { return {softmax, {}, k.wg}; }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        // (The per-invocation running sum's init is overwritten by its first
+        // element, so that mutant would be equivalent; the workgroup sum's is not.)
+        {"wrong_init", "wg_sum_init", "the workgroup sum starts at 1", "  float r = 0.0;\n", "  float r = 1.0;\n"},
+        {"dropped_scale", "no_max_shift", "exp is taken without subtracting the row max",
+         "exp(float(x_[base + j]) - M) / S", "exp(float(x_[base + j])) / S"},
+        {"off_by_one", "write_bound", "the write loop runs to j <= cols",
+         "j < pc.cols; j += gl_WorkGroupSize.x)\n    y_[base + j]", "j <= pc.cols; j += gl_WorkGroupSize.x)\n    y_[base + j]"},
+        {"missing_barrier", "wg_max_barrier", "no barrier in the workgroup max", k_barrier_max, k_barrier_max_mut},
+        {"missing_tail", "last_row", "the last row is skipped", k_row_guard, k_row_guard_mut},
+        {"returns_input", "copy_x", "y = x", "y_[base + j] = T(bad ? KF_NAN : exp(float(x_[base + j]) - M) / S);",
+         "y_[base + j] = x_[base + j];"},
+    };
+  }
+};
+
+/// layer_norm and rms_norm share the norm kernel; rms_norm's contract has no beta binding.
+template <>
+struct contract_form<norm_traits> {
+  static contract_kernel kernel(const problem& p, const template_knobs& k) {
+    const bool rms = !norm_traits::layer(p);
+    contract_kernel c{norm, {{"KF_RMS", rms ? "1" : "0"}}, k.wg};
+    if (rms) {
+      c.body = replace_all(c.body, "layout(std430, set = 0, binding = 2) readonly buffer BufB { T beta_[]; };\n", "",
+                           "drop rms_norm's beta binding");
+      c.body = replace_all(c.body, "binding = 3) writeonly buffer BufY", "binding = 2) writeonly buffer BufY", "renumber y");
+    }
+    return c;
+  }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        {"dropped_scale", "unbiased_variance", "the variance divides by cols - 1 (unbiased) instead of cols",
+         "sqrt(kf_wg_sum(q) / n + pc.eps)", "sqrt(kf_wg_sum(q) / (n - 1.0) + pc.eps)"},
+        {"dropped_scale", "no_gamma", "gamma is not applied", " * inv * float(gamma_[j]);", " * inv;"},
+        {"wrong_init", "sq_init", "the sum of squares starts at 1", "float q = 0.0;", "float q = 1.0;"},
+        {"missing_barrier", "wg_sum_barrier", "no barrier in the workgroup sum", k_barrier_sum, k_barrier_sum_mut},
+        {"missing_tail", "last_row", "the last row is skipped", k_row_guard, k_row_guard_mut},
+        {"off_by_one", "write_bound", "the write loop runs to j <= cols",
+         "for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (float(x_[base + j]) - mean)",
+         "for (uint j = gl_LocalInvocationID.x; j <= pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (float(x_[base + j]) - mean)"},
+        {"returns_input", "copy_x", "y = x", "    y_[base + j] = T(v);", "    y_[base + j] = x_[base + j];"},
+    };
+  }
+};
 
 }  // namespace kforge::vulkan::shaders

@@ -1,0 +1,199 @@
+// kforge/core/op_traits.hpp — the vocabulary an op family uses to declare
+// its facts once, next to its descriptor (ops/<family>_traits.hpp), so that
+// kforge::problem, the validation suite, the generation module and the tool
+// read every op the same way and none of them names an op.
+//
+// A family's traits are a struct deriving from traits_base<Self> with these
+// static members (traits_base supplies the ones marked "default"):
+//
+//   family                         its name ("norm"), for messages
+//   ops()                          the op names it answers to, each with its SHAPE syntax
+//   shape_ok(p)                    whether p.dims / p.dims2 have the ranks SHAPE needs
+//   operands(p)                    operand roles and shapes: inputs in call order, then the output
+//   options()                      the tool's options that set its parameters (default: none)
+//   describe(p)                    its parameters in words for reports (default: "")
+//   flops(p), compute_bound        work of one call (default: one per input element; memory-bound)
+//   with_op<T>(p, f)               calls f with the typed descriptor p stands for
+//   problem_of(op, views...)       the inverse: the problem a typed call stands for
+//   magnitudes(p), inf_inputs      the validation inputs' large and extreme magnitudes; whether
+//                                  the NaN/Inf case may use ±Inf (default: yes)
+//   error_scale(p, in, ref, lin)   per output element, the magnitude rounding errors scale with
+//   tolerance_of(p)                the tolerance (the numbers live next to the descriptor)
+//   contract(p), launch_of(p, t)   the kernel contract row: bindings, push constants, grid
+//   semantics(p), source_spec(p)   the op in words and as PyTorch, for prompts and records
+//   record_params(p)               its parameters in a record's file name (default: "")
+//   held_out(p)                    a shape the generation gate validates on besides p's (default:
+//                                  every extent > 1 made a different odd number)
+//   mutation_problem(op)           a small problem with every feature the mutants of its kernel touch
+//
+// ops/registry.hpp lists the families; adding an op means its descriptor,
+// its traits and that list entry, its Eigen reference, and one
+// implementation per backend (docs/DESIGN.md, "Adding an op").
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/core/problem.hpp"
+#include "kforge/ops/tolerance.hpp"
+
+namespace kforge {
+
+/// An op name and the SHAPE syntax the tool shows for it.
+struct op_name {
+  std::string_view name;
+  std::string_view shape_help;
+};
+
+/// An option of the kforge tool that sets a parameter of a family's problems.
+struct cli_option {
+  std::string_view name;         ///< without the leading "--"
+  std::string_view placeholder;  ///< the value's name in help ("E"); empty for a flag
+  std::string_view help;
+  /// Sets the parameter from the option's text (flags get ""); throws
+  /// argument_error for a value outside what the op accepts.
+  void (*apply)(problem&, std::string_view value);
+};
+
+/// Input magnitudes of the validation suite's large-magnitude and extremes
+/// cases: as large as the op and dtype allow without the reference itself
+/// overflowing, so that these cases test range handling, not overflow luck.
+struct case_magnitudes {
+  double large;                   ///< large-magnitude case: |x| in [large/2, large]
+  double extreme_lo, extreme_hi;  ///< extremes case: |x| in [lo, hi]
+  bool extreme_positive_only = false;
+};
+
+/// The error scale of a linear op: the reference applied to |inputs| in f32
+/// (for the problem given, e.g. with the activation dropped), one value per
+/// output element in row-major order. The suite supplies it.
+using linear_scale_fn = std::function<std::vector<double>(const problem&)>;
+
+/// One push-constant field: name and GLSL type (uint, int or float; 4 bytes
+/// each; "name[6]" is an array of six).
+struct push_field {
+  std::string name, type, meaning;
+};
+
+/// What a generated kernel for one problem must declare so that the host can
+/// bind, size and dispatch it without knowing anything else about it
+/// (docs/KERNEL_CONTRACT.md is the prose version).
+struct kernel_contract {
+  std::vector<std::string> bindings;  ///< names in binding order; the last is the output
+  std::vector<push_field> push;       ///< in declaration order
+  std::uint32_t push_bytes = 0;       ///< filled by the registry from `push`
+  bool tile_2d = false;               ///< ids 1 (TILE_M) and 2 (TILE_N) required
+  bool tile_1d_optional = false;      ///< id 1 optional: work items per workgroup
+  std::string tile_meaning;           ///< what one work item is
+  std::string grid_rule;              ///< human-readable grid formula
+};
+
+/// The tile constants a contract kernel declares (read back with SPIRV-Cross).
+struct launch_tiles {
+  std::uint32_t local_size = 1, tile_m = 0, tile_n = 0, tile = 0;
+};
+
+/// The push-constant bytes and dispatch grid of one contract kernel launch.
+struct launch {
+  std::vector<std::uint8_t> push;
+  std::array<std::uint32_t, 3> grid{0, 1, 1};
+
+  template <class V>
+  void put(V v) {
+    static_assert(sizeof(V) == 4, "kforge::launch: push-constant fields are 4 bytes");
+    std::uint8_t b[4];
+    std::memcpy(b, &v, 4);
+    push.insert(push.end(), b, b + 4);
+  }
+  /// `v` as a uint field; unsupported_error when it does not fit 32 bits.
+  void put_u32(index_t v, const char* what) { put(to_u32(v, what)); }
+
+  static std::uint32_t to_u32(index_t v, const char* what) {
+    if (v < 0 || v > 0xffffffffll)
+      throw unsupported_error(std::string("kforge::gen: ") + what + " = " + std::to_string(v) + " does not fit 32 bits");
+    return static_cast<std::uint32_t>(v);
+  }
+  static std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return b ? (a + b - 1) / b : 0; }
+  /// G workgroups on a 2-D grid (x <= 65535); kernels use the flat id
+  /// gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x and ignore ids >= G.
+  static std::array<std::uint32_t, 3> flat_grid(std::uint64_t groups) {
+    if (groups == 0) return {0, 1, 1};
+    const std::uint64_t x = std::min<std::uint64_t>(groups, 65535);
+    const std::uint64_t y = (groups + x - 1) / x;
+    if (y > 65535) throw unsupported_error("kforge::gen: " + std::to_string(groups) + " workgroups exceed the 2-D grid");
+    return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1};
+  }
+};
+
+/// Parses an option's number, or argument_error naming the option.
+inline double parse_number(std::string_view option, std::string_view text) {
+  const std::string s(text);
+  try {
+    std::size_t pos = 0;
+    const double v = std::stod(s, &pos);
+    if (pos != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw argument_error("kforge: --" + std::string(option) + " expects a number, got '" + s + "'");
+  }
+}
+/// Parses an option's integer, or argument_error naming the option.
+inline long long parse_integer(std::string_view option, std::string_view text) {
+  const std::string s(text);
+  try {
+    std::size_t pos = 0;
+    const long long v = std::stoll(s, &pos);
+    if (pos != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw argument_error("kforge: --" + std::string(option) + " expects an integer, got '" + s + "'");
+  }
+}
+
+/// "%g" of v, for record file names.
+inline std::string number_part(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%g", v);
+  return b;
+}
+
+/// The defaults of a family's traits (see the header comment).
+template <class Self>
+struct traits_base {
+  static constexpr bool compute_bound = false;
+  static constexpr bool inf_inputs = true;
+  static std::span<const cli_option> options() { return {}; }
+  static std::string describe(const problem&) { return ""; }
+  static std::string record_params(const problem&) { return ""; }
+  static double flops(const problem& p) { return static_cast<double>(Self::operands(p).front().dims.numel()); }
+
+  /// An odd extent different from d (not a multiple of any power-of-two
+  /// tile); 1 stays 1 (it carries broadcasting).
+  static index_t odd_extent(index_t d) {
+    if (d <= 1) return d;
+    index_t h = (d * 2 / 3) | 1;
+    if (h <= 1) h = 3;
+    if (h == d) h = d + 2;
+    return h;
+  }
+  static problem held_out(const problem& p) {
+    problem q = p;
+    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
+    return q;
+  }
+
+  /// operand_spec helpers for operands(): a dense row-major operand.
+  static operand_spec operand(std::string name, shape dims, bool gets_specials = false) {
+    return {std::move(name), dims, row_major_strides(dims), false, false, gets_specials};
+  }
+};
+
+}  // namespace kforge

@@ -1,0 +1,149 @@
+// kforge/core/problem.hpp — a run-time description of one op call (op name,
+// dtype, shapes, parameters), the roles of its operands, and the host tensors
+// that hold them. The CLI, the validation suite, the tuner and the generation
+// module all speak this one language; what a problem means for each op family
+// is that family's traits (ops/*_traits.hpp), read through ops/registry.hpp.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "kforge/core/dtype.hpp"
+#include "kforge/core/error.hpp"
+#include "kforge/core/tensor.hpp"
+
+namespace kforge {
+
+/// One op call. What `dims` (and `dims2`) mean is the op family's (its
+/// traits' SHAPE syntax, ops/*_traits.hpp), e.g.
+///   gemm       dims = {M, N, K}
+///   softmax    dims = input shape
+///   binary     dims = shape of a, dims2 = shape of b (broadcast; empty = same as a)
+///   conv2d     dims = x [N,C,H,W], dims2 = w [K,C/groups,R,S]
+///   attention  dims = {B, H, S, D}, dims2 = {L} (key length; empty = S)
+/// The named parameters below belong to the families that existed first;
+/// later families keep theirs in `attrs` (by name; the family's traits say
+/// which names and defaults), so that adding an op never changes this struct.
+struct problem {
+  std::string op = "gemm";  ///< gemm, relu, gelu, ..., add, ..., reduce_sum, ..., softmax, layer_norm, rms_norm, conv2d, attention
+  dtype type = dtype::f32;
+  shape dims, dims2;
+  std::string epilogue = "none";  ///< gemm/conv2d: none, bias, relu, bias_relu, leaky_relu, gelu_tanh, gelu, silu, bias_* ...
+  float alpha = 1.0f, beta = 0.0f;
+  float slope = 0.01f;            ///< leaky_relu
+  float epsilon = -1.0f;          ///< norms; < 0 = the op's default
+  float scale = 0.0f;             ///< attention; 0 = 1/sqrt(D)
+  int axis = -1;                  ///< reductions
+  bool causal = false;            ///< attention
+  int stride[2] = {1, 1}, pad[2] = {0, 0}, dilation[2] = {1, 1}, groups = 1;  ///< conv2d
+  bool a_col_major = false, b_col_major = false;  ///< gemm operand layouts
+  std::map<std::string, double, std::less<>> attrs;  ///< the other families' parameters
+
+  /// attrs[name], or `fallback` when it is not set.
+  double attr(std::string_view name, double fallback) const {
+    const auto it = attrs.find(name);
+    return it == attrs.end() ? fallback : it->second;
+  }
+};
+
+/// "64x48x40" → {64, 48, 40}. Throws argument_error on anything else.
+inline shape parse_dims(std::string_view s) {
+  shape out;
+  if (s.empty()) throw argument_error("kforge: empty shape");
+  std::size_t i = 0;
+  while (i <= s.size()) {
+    const std::size_t j = s.find('x', i);
+    const std::string_view part = s.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string_view::npos)
+      throw argument_error("kforge: bad shape '" + std::string(s) + "' (expected dims separated by 'x', e.g. 64x48x40)");
+    if (out.rank() == max_rank) throw argument_error("kforge: shape '" + std::string(s) + "' has more than 6 dims");
+    out.push_back(std::stoll(std::string(part)));
+    if (j == std::string_view::npos) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+/// Shape, strides and role of one operand of a problem.
+struct operand_spec {
+  std::string name;
+  shape dims, strides;
+  bool is_output = false;
+  bool also_input = false;  ///< the output is read too (gemm with beta != 0)
+  bool gets_specials = false;  ///< receives NaN/Inf in the nan_inf case
+};
+
+/// An owning host buffer for one operand (its storage covers the strides).
+struct host_tensor {
+  dtype type = dtype::f32;
+  shape dims, strides;
+  std::vector<std::byte> storage;
+
+  host_tensor() = default;
+  host_tensor(dtype t, shape d, shape st) : type(t), dims(d), strides(st) {
+    index_t span = dims.numel() == 0 ? 0 : 1;
+    for (int i = 0; i < dims.rank(); ++i) span += (dims[i] - 1) * strides[i];
+    storage.resize(static_cast<std::size_t>(span) * size_of(t));
+  }
+  index_t span() const { return static_cast<index_t>(storage.size() / size_of(type)); }
+  template <class T>
+  tensor_view<T> view() {
+    check<T>();
+    return tensor_view<T>(reinterpret_cast<T*>(storage.data()), dims, strides);
+  }
+  template <class T>
+  tensor_view<const T> view() const {
+    check<T>();
+    return tensor_view<const T>(reinterpret_cast<const T*>(storage.data()), dims, strides);
+  }
+  /// Element i of the storage (not of the logical shape) as float.
+  float get(index_t i) const {
+    switch (type) {
+      case dtype::f32: return reinterpret_cast<const float*>(storage.data())[i];
+      case dtype::f16: return static_cast<float>(reinterpret_cast<const half*>(storage.data())[i]);
+      case dtype::bf16: return static_cast<float>(reinterpret_cast<const bfloat16*>(storage.data())[i]);
+      case dtype::f64: return static_cast<float>(reinterpret_cast<const double*>(storage.data())[i]);
+    }
+    return 0;
+  }
+  void set(index_t i, float v) {
+    switch (type) {
+      case dtype::f32: reinterpret_cast<float*>(storage.data())[i] = v; break;
+      case dtype::f16: reinterpret_cast<half*>(storage.data())[i] = half(v); break;
+      case dtype::bf16: reinterpret_cast<bfloat16*>(storage.data())[i] = bfloat16(v); break;
+      case dtype::f64: reinterpret_cast<double*>(storage.data())[i] = v; break;
+    }
+  }
+  /// Storage offsets of the logical elements, in row-major order of dims.
+  std::vector<index_t> offsets() const {
+    std::vector<index_t> out;
+    out.reserve(static_cast<std::size_t>(dims.numel()));
+    const index_t n = dims.numel();
+    std::array<index_t, max_rank> idx{};
+    for (index_t e = 0; e < n; ++e) {
+      index_t off = 0;
+      for (int d = 0; d < dims.rank(); ++d) off += idx[static_cast<std::size_t>(d)] * strides[d];
+      out.push_back(off);
+      for (int d = dims.rank() - 1; d >= 0; --d) {
+        if (++idx[static_cast<std::size_t>(d)] < dims[d]) break;
+        idx[static_cast<std::size_t>(d)] = 0;
+      }
+    }
+    return out;
+  }
+
+ private:
+  template <class T>
+  void check() const {
+    if (dtype_of<T>() != type)
+      throw argument_error("kforge::host_tensor: viewed as " + std::string(to_string(dtype_of<T>())) + " but holds " +
+                           std::string(to_string(type)));
+  }
+};
+
+}  // namespace kforge

@@ -1,0 +1,172 @@
+// kforge/ops/conv2d_traits.hpp — conv2d's facts for the suite, problems, the
+// generation module and the tool (core/op_traits.hpp).
+#pragma once
+
+#include <string>
+#include <tuple>
+
+#include "kforge/ops/conv2d.hpp"
+#include "kforge/ops/gemm_traits.hpp"
+
+namespace kforge {
+
+struct conv2d_traits : traits_base<conv2d_traits> {
+  static constexpr std::string_view family = "conv2d";
+  static constexpr std::string_view shape_syntax = "NxCxHxW,KxCxRxS";
+  static constexpr bool compute_bound = true;
+
+  static std::span<const op_name> ops() {
+    static constexpr op_name names[] = {{"conv2d", "NxCxHxW,KxCxRxS (C of the filter = C/groups)"}};
+    return names;
+  }
+  static bool shape_ok(const problem& p) { return p.dims.rank() == 4 && p.dims2.rank() == 4; }
+  static conv2d_dims dims_of(const problem& p) {
+    return make_conv2d_dims(p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1], p.groups,
+                            p.dims, p.dims2);
+  }
+  static std::vector<operand_spec> operands(const problem& p) {
+    const conv2d_dims d = dims_of(p);  // the op's own check: fit, groups and the filter's shape
+    std::vector<operand_spec> ops{operand("x", p.dims, true), operand("w", p.dims2)};
+    if (detail::epilogue_has_bias(p.epilogue)) ops.push_back(operand("bias", shape{p.dims2[0]}));
+    ops.push_back(operand("y", shape{d.n, d.k, d.p, d.q}));
+    return ops;
+  }
+  /// "S" or "SxS" into a pair.
+  static void pair(std::string_view option, std::string_view v, int (&out)[2]) {
+    const auto x = v.find('x');
+    out[0] = static_cast<int>(parse_integer(option, v.substr(0, x)));
+    out[1] = x == std::string_view::npos ? out[0] : static_cast<int>(parse_integer(option, v.substr(x + 1)));
+  }
+  static std::span<const cli_option> options() {
+    static constexpr cli_option opts[] = {
+        detail::epilogue_option,
+        detail::slope_option,
+        {"stride", "S[xS]", "stride (default 1)", [](problem& p, std::string_view v) { pair("stride", v, p.stride); }},
+        {"pad", "P[xP]", "zero padding (default 0)", [](problem& p, std::string_view v) { pair("pad", v, p.pad); }},
+        {"dilation", "D[xD]", "dilation (default 1)", [](problem& p, std::string_view v) { pair("dilation", v, p.dilation); }},
+        {"groups", "G", "groups (default 1)",
+         [](problem& p, std::string_view v) { p.groups = static_cast<int>(parse_integer("groups", v)); }},
+    };
+    return opts;
+  }
+  static std::string describe(const problem& p) { return p.epilogue != "none" ? " epilogue=" + p.epilogue : ""; }
+  static double flops(const problem& p) {
+    const conv2d_dims d = dims_of(p);
+    return 2.0 * static_cast<double>(d.n * d.k * d.p * d.q) * static_cast<double>(p.dims2[1] * p.dims2[2] * p.dims2[3]);
+  }
+
+  template <class T, class F>
+  static void with_op(const problem& p, F&& f) {
+    detail::with_epilogue(p.epilogue, [&](auto e) {
+      op::conv2d<T, decltype(e)> o;
+      o.epilogue.slope = p.slope;
+      o.stride_h = p.stride[0], o.stride_w = p.stride[1];
+      o.pad_h = p.pad[0], o.pad_w = p.pad[1];
+      o.dilation_h = p.dilation[0], o.dilation_w = p.dilation[1];
+      o.groups = p.groups;
+      f(o);
+    });
+  }
+  template <class T, class E, class... V>
+  static problem problem_of(const op::conv2d<T, E>& o, const V&... v) {
+    problem p;
+    p.op = "conv2d";
+    p.type = dtype_of<T>();
+    p.dims = std::get<0>(std::tie(v...)).dims;
+    p.dims2 = std::get<1>(std::tie(v...)).dims;
+    p.epilogue = epilogue::epilogue_name<E>();
+    p.slope = o.epilogue.slope;
+    p.stride[0] = o.stride_h, p.stride[1] = o.stride_w, p.pad[0] = o.pad_h, p.pad[1] = o.pad_w;
+    p.dilation[0] = o.dilation_h, p.dilation[1] = o.dilation_w, p.groups = o.groups;
+    return p;
+  }
+
+  static case_magnitudes magnitudes(const problem& p) {
+    return gemm_traits::product_magnitudes(p.type, static_cast<double>(p.dims2[1] * p.dims2[2] * p.dims2[3]));
+  }
+  static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>&, const host_tensor&,
+                                         const linear_scale_fn& linear) {
+    problem q = p;
+    q.epilogue = detail::epilogue_has_bias(p.epilogue) ? "bias" : "none";
+    return linear(q);
+  }
+  static tolerance tolerance_of(const problem& p) { return conv2d_tolerance(p.type, p.dims2[1] * p.dims2[2] * p.dims2[3]); }
+
+  static kernel_contract contract(const problem& p) {
+    kernel_contract c;
+    c.bindings = {"x", "w"};
+    if (detail::epilogue_has_bias(p.epilogue)) c.bindings.push_back("bias");
+    c.bindings.push_back("y");
+    auto u = [](const char* n, const char* m) { return push_field{n, "uint", m}; };
+    auto i = [](const char* n, const char* m) { return push_field{n, "int", m}; };
+    c.push = {u("M", "filters per group = K / groups"), u("N", "images * P * Q"),
+              u("K", "reduction length per group = C / groups * R * S"), u("C", "input channels"),
+              u("H", "input height"), u("W", "input width"), u("P", "output height"), u("Q", "output width"),
+              u("R", "filter height"), u("S", "filter width"), u("KT", "total filters K"), i("sh", "stride h"),
+              i("sw", "stride w"), i("ph", "padding h"), i("pw", "padding w"), i("dh", "dilation h"),
+              i("dw", "dilation w"), {"slope", "float", "leaky_relu negative slope"}};
+    c.tile_2d = true;
+    c.tile_meaning = "TILE_M filters x TILE_N output pixels (implicit GEMM) of one group";
+    c.grid_rule = "(ceil(N / TILE_N), ceil(M / TILE_M), groups); group = gl_WorkGroupID.z";
+    return c;
+  }
+  static launch launch_of(const problem& p, const launch_tiles& t) {
+    const shape& x = p.dims;
+    const shape& w = p.dims2;
+    const conv2d_dims d = dims_of(p);
+    const index_t g = p.groups;
+    launch l;
+    const std::uint32_t m = launch::to_u32(w[0] / g, "K/groups"), n = launch::to_u32(x[0] * d.p * d.q, "N*P*Q");
+    l.put(m), l.put(n), l.put_u32(x[1] / g * w[2] * w[3], "C/groups*R*S");
+    l.put_u32(x[1], "C"), l.put_u32(x[2], "H"), l.put_u32(x[3], "W"), l.put_u32(d.p, "P"), l.put_u32(d.q, "Q");
+    l.put_u32(w[2], "R"), l.put_u32(w[3], "S"), l.put_u32(w[0], "K");
+    for (int v : {p.stride[0], p.stride[1], p.pad[0], p.pad[1], p.dilation[0], p.dilation[1]}) l.put(std::int32_t(v));
+    l.put(p.slope);
+    l.grid = {static_cast<std::uint32_t>(launch::ceil_div(n, t.tile_n)),
+              static_cast<std::uint32_t>(launch::ceil_div(m, t.tile_m)), static_cast<std::uint32_t>(g)};
+    return l;
+  }
+  static std::string semantics(const problem&) {
+    return "2-D convolution (cross-correlation, as PyTorch), NCHW: y[n,k,p,q] = act(bias[k] + sum over c,r,s of "
+           "x[n, g*C/G + c, p*sh - ph + r*dh, q*sw - pw + s*dw] * w[k, c, r, s]) with g = k / (K/G); taps outside "
+           "the image read 0. x is [N,C,H,W], w is [K,C/groups,R,S], y is [N,K,P,Q]. Accumulate in f32.";
+  }
+  static std::string source_spec(const problem& p) {
+    return "def conv2d(x, w, bias):\n    return F.conv2d(x, w, bias, stride=(" + std::to_string(p.stride[0]) + "," +
+           std::to_string(p.stride[1]) + "), padding=(" + std::to_string(p.pad[0]) + "," + std::to_string(p.pad[1]) +
+           "), dilation=(" + std::to_string(p.dilation[0]) + "," + std::to_string(p.dilation[1]) +
+           "), groups=" + std::to_string(p.groups) + ")  # then epilogue " + p.epilogue;
+  }
+  static std::string record_params(const problem& p) {
+    std::string s;
+    if (p.epilogue != "none") s += "_e" + p.epilogue;
+    if (p.epilogue.find("leaky") != std::string::npos) s += "_sl" + number_part(p.slope);
+    s += "_s" + std::to_string(p.stride[0]) + "x" + std::to_string(p.stride[1]) + "_p" + std::to_string(p.pad[0]) +
+         "x" + std::to_string(p.pad[1]) + "_d" + std::to_string(p.dilation[0]) + "x" + std::to_string(p.dilation[1]) +
+         "_g" + std::to_string(p.groups);
+    return s;
+  }
+  /// The image changes size (still odd and large enough for the filter); the filter stays.
+  static problem held_out(const problem& p) {
+    problem q = p;
+    const index_t need_h = p.dilation[0] * (p.dims2[2] - 1) + 1 - 2 * p.pad[0];
+    const index_t need_w = p.dilation[1] * (p.dims2[3] - 1) + 1 - 2 * p.pad[1];
+    q.dims[2] = std::max(odd_extent(p.dims[2]), need_h | 1);
+    q.dims[3] = std::max(odd_extent(p.dims[3]), need_w | 1);
+    if (q.dims[2] == p.dims[2]) q.dims[2] += 2;
+    return q;
+  }
+  static problem mutation_problem(const std::string& op) {
+    problem p;
+    p.op = op;
+    p.dims = shape{1, 4, 9, 9};
+    p.dims2 = shape{6, 2, 3, 3};
+    p.groups = 2;
+    p.stride[0] = p.stride[1] = 2;
+    p.pad[0] = p.pad[1] = 1;
+    p.epilogue = "bias_relu";
+    return p;
+  }
+};
+
+}  // namespace kforge

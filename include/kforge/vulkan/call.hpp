@@ -1,0 +1,296 @@
+// kforge/vulkan/call.hpp — one call of an op on policy::vulkan<Knobs...>: the
+// knobs as run-time values, and the operands as buffers, whether they came as
+// host data or as device tensors. Every op's implementation (vulkan/<op>.hpp)
+// is built from these:
+//
+//   run<policy::vulkan<>>(op, A, B, C)          host views: upload, run,
+//                                               download in one submission;
+//                                               last_call_seconds() is the GPU
+//                                               time of its kernels
+//   run<policy::vulkan<>>(op, dA, dB, dC)       device_tensor: no host copy
+//   vulkan::record<policy::vulkan<>>(s, op, dA, dB, dC)   into a stream
+//
+// Device-tensor calls reuse the op's entry checks verbatim (ops/<op>.hpp):
+// they pass views that carry only shapes (data == nullptr) and park the
+// tensors' buffers in a thread-local device_call that the implementation's
+// compute() reads through detail::call, so host and device paths can never
+// disagree on shape rules.
+//
+// Element types: float and half (half needs 16-bit storage on the device);
+// bfloat16 host data is widened to f32 on upload, computed in f32 and rounded
+// back on download; device_tensor<bfloat16> does not exist. double is not
+// implemented (compile-time refusal).
+#pragma once
+
+#ifndef KFORGE_VULKAN_INTERNAL
+#error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
+#endif
+
+#include <array>
+#include <deque>
+#include <initializer_list>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "kforge/ops/ops.hpp"
+#include "kforge/policy/policy.hpp"
+#include "kforge/vulkan/gemm_config.hpp"
+#include "kforge/vulkan/tensor.hpp"
+
+namespace kforge::vulkan {
+
+template <class T>
+inline constexpr bool is_device_tensor_v = false;
+template <class T>
+inline constexpr bool is_device_tensor_v<device_tensor<T>> = true;
+
+namespace detail {
+/// Default of the coopmat knob: use cooperative matrices where the device has them.
+struct coopmat_auto {
+  using key = policy::coopmat_key;
+  static constexpr int mode = -1;
+};
+template <class C>
+inline constexpr int coopmat_mode_of = C::value ? 1 : 0;
+template <>
+inline constexpr int coopmat_mode_of<coopmat_auto> = -1;
+}  // namespace detail
+
+/// The compile-time knobs of policy::vulkan<K...> as run-time tiling.
+template <class... K>
+struct knobs {
+  using tile = policy::knob_t<policy::tile_key, policy::tile<64, 64, 16>, K...>;
+  using thread_tile = policy::knob_t<policy::thread_tile_key, policy::thread_tile<4, 4>, K...>;
+  using wg = policy::knob_t<policy::wg_key, policy::wg<256>, K...>;
+  static_assert(tile::m % thread_tile::m == 0 && tile::n % thread_tile::n == 0,
+                "kforge::policy::vulkan: tile<M,N,K> must be a multiple of thread_tile<M,N>");
+  static_assert(wg::y == 1, "kforge::policy::vulkan: wg<X, Y>: the kernels are 1-D, Y must be 1");
+  static constexpr gemm_tiling tiling{tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n};
+  /// A tile or thread_tile knob fixes the gemm tiling; without one the gemm
+  /// picks gemm_default_config() for its shape.
+  static constexpr bool gemm_tile_given = policy::detail::count_knob<policy::tile_key, K...> +
+                                              policy::detail::count_knob<policy::thread_tile_key, K...> > 0;
+  using coopmat = policy::knob_t<policy::coopmat_key, detail::coopmat_auto, K...>;
+  /// -1: automatic (f16 data on a device with NV cooperative matrices), 0: never, 1: required.
+  static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
+
+  /// The gemm config for an m×n problem of element type dt on device d.
+  static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n) {
+    if (coopmat_mode == 1 && (dt != dtype::f16 || !coopmat_f16_available(d)))
+      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
+                              std::string(dt != dtype::f16 ? "the data is not f16"
+                                                           : "device '" + d.name + "' has no 16x16x16 f16 NV cooperative matrices"));
+    if (coopmat_mode != 0 && dt == dtype::f16 && coopmat_f16_available(d)) {
+      gemm_config c = gemm_default_config(d, dt, m, n, true), t = c;
+      if (gemm_tile_given) t.bm = tile::m, t.bn = tile::n, t.bk = tile::k;
+      return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
+    }
+    if (!gemm_tile_given) return gemm_default_config(d, dt, m, n, false);
+    gemm_config c{gemm_kernel::tiled, tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n, 8, 2, 8};
+    if (!gemm_config_check(d, dt, c).empty()) c.kernel = gemm_kernel::generic;
+    return c;
+  }
+  /// Workgroup size of the element-wise, reduction, row and attention kernels.
+  static constexpr std::uint32_t row_wg = wg::x;
+};
+
+namespace detail {
+
+/// Buffers of a device-tensor call (inputs then output) and the stream to record on.
+struct device_call {
+  stream* s = nullptr;
+  std::array<buffer_ref, 6> refs{};
+  int n = 0;
+};
+inline thread_local device_call* current_call = nullptr;
+
+struct call_guard {
+  explicit call_guard(device_call* c) : prev(current_call) { current_call = c; }
+  ~call_guard() { current_call = prev; }
+  device_call* prev;
+};
+
+inline double& last_call_seconds_slot() {
+  thread_local double s = -1;
+  return s;
+}
+
+/// GPU seconds of the dispatches of a completed submission, leaving out its
+/// uploads and downloads; -1 when a dispatch was not timed.
+inline double kernel_seconds(const std::vector<dispatch_timing>& ts) {
+  double ms = 0;
+  for (const auto& t : ts)
+    if (!t.transfer) {
+      if (t.ms < 0) return -1;
+      ms += t.ms;
+    }
+  return ms * 1e-3;
+}
+
+/// The operands of one call as buffers, in call order: the device call in
+/// flight on this thread (device tensors), or host views uploaded into
+/// temporaries on a stream of the call's own, downloaded again by finish().
+template <class T>
+class call {
+ public:
+  using D = device_type_t<T>;
+  static constexpr dtype dt = dtype_of<D>();
+
+  /// `ins`: the op's inputs in call order, nullptr for one its variant leaves
+  /// out (a bias the epilogue has not); `out`: the output; `read_out`: the
+  /// kernel reads the output too (gemm with beta != 0).
+  call(std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out, bool read_out = false)
+      : call(current_call, current_call ? nullptr : &default_context(), ins, out, read_out) {}
+  /// A host call on context `ctx`, even inside a device call.
+  call(context& ctx, std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out,
+       bool read_out = false)
+      : call(nullptr, &ctx, ins, out, read_out) {}
+
+  stream& s() { return dc_ ? *dc_->s : host_->s; }
+  context& ctx() { return s().ctx(); }
+  buffer_ref in(std::size_t i) const { return refs_[i]; }
+  /// Input i, or nullptr where it was left out.
+  const buffer_ref* in_opt(std::size_t i) const { return present_[i] ? &refs_[i] : nullptr; }
+  buffer_ref out() const { return out_; }
+
+  /// Host calls: submits, waits, records the kernels' GPU time for
+  /// last_call_seconds() and downloads the output. Device calls: nothing (the
+  /// stream's owner submits).
+  void finish() {
+    if (dc_) return;
+    const void* p = out_tensor_->record_download(host_->s);
+    host_->s.run();
+    last_call_seconds_slot() = kernel_seconds(host_->s.timings());
+    if (p) unpack(static_cast<const D*>(p), out_view_);
+  }
+
+ private:
+  call(device_call* dc, context* ctx, std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out,
+       bool read_out)
+      : dc_(dc), out_view_(out) {
+    if (!dc_) host_.emplace(*ctx);
+    int next = 0;
+    for (const tensor_view<const T>* v : ins) {
+      present_[n_] = v != nullptr;
+      if (v) refs_[n_] = dc_ ? dc_->refs[static_cast<std::size_t>(next++)] : host_->in(*v);
+      ++n_;
+    }
+    if (dc_) {
+      if (next + 1 != dc_->n)
+        throw error("kforge::vulkan: internal: " + std::to_string(dc_->n) + " device tensors for " +
+                    std::to_string(next + 1) + " operands");
+      out_ = dc_->refs[static_cast<std::size_t>(dc_->n - 1)];
+    } else {
+      out_tensor_ = &host_->out(out, read_out);
+      out_ = out_tensor_->ref();
+    }
+  }
+
+  struct host_side {
+    context& ctx;
+    stream s;
+    std::deque<device_tensor<D>> temps;
+    explicit host_side(context& c) : ctx(c), s(c) {}
+    buffer_ref in(const tensor_view<const T>& v) {
+      temps.emplace_back(ctx, v.dims);
+      temps.back().record_upload(s, v);
+      return temps.back().ref();
+    }
+    device_tensor<D>& out(const tensor_view<T>& v, bool read) {
+      temps.emplace_back(ctx, v.dims);
+      if (read) temps.back().record_upload(s, tensor_view<const T>(v));
+      return temps.back();
+    }
+  };
+  device_call* dc_;
+  std::optional<host_side> host_;
+  std::array<buffer_ref, 6> refs_{};
+  std::array<bool, 6> present_{};
+  std::size_t n_ = 0;
+  buffer_ref out_{};
+  device_tensor<D>* out_tensor_ = nullptr;
+  tensor_view<T> out_view_;
+};
+
+template <class T>
+tensor_view<const T> shape_view(const device_tensor<T>& t) {
+  return tensor_view<const T>(nullptr, t.dims());
+}
+template <class T>
+tensor_view<T> shape_view_out(device_tensor<T>& t) {
+  return tensor_view<T>(nullptr, t.dims());
+}
+
+/// Runs the entry's checks and compute() with device tensors recorded on `s`.
+template <class Impl, class Op, class... In, class Out>
+void record_device(stream& s, const Op& op, const device_tensor<Out>& out_ro, const In&... in) {
+  auto& out = const_cast<device_tensor<Out>&>(out_ro);
+  for (const context* c : {&in.ctx()..., &out.ctx()})
+    if (c != &s.ctx()) throw argument_error("kforge::vulkan::" + std::string(Op::name) + ": tensors belong to another context than the stream");
+  device_call dc{&s, {in.ref()..., out.ref()}, static_cast<int>(sizeof...(In)) + 1};
+  call_guard g(&dc);
+  Impl::run(op, shape_view(in)..., shape_view_out(out));
+}
+
+template <class Impl, class Op, class... Ts, std::size_t... I>
+void record_split(stream& s, const Op& op, std::tuple<Ts&...> ts, std::index_sequence<I...>) {
+  record_device<Impl>(s, op, std::get<sizeof...(Ts) - 1>(ts), std::get<I>(ts)...);
+}
+
+}  // namespace detail
+
+/// GPU time (timestamps) of the kernels of the last host-view
+/// run<policy::vulkan<...>>(op, host data...) on this thread: its dispatches
+/// only, not the uploads and downloads around them; -1 when the device has no
+/// timestamps (or before the first call). What `kforge bench` reports as GPU time.
+inline double last_call_seconds() { return detail::last_call_seconds_slot(); }
+
+/// Records op on device tensors (inputs..., output) into stream s; nothing
+/// runs until s.submit(). Policy defaults to policy::vulkan<>.
+template <class Policy = policy::vulkan<>, class Op, class... Ts>
+  requires(sizeof...(Ts) >= 2 && (is_device_tensor_v<std::remove_cvref_t<Ts>> && ...))
+void record(stream& s, const Op& op, Ts&&... ts) {
+  static_assert(supports<Policy, Op>, "kforge::vulkan::record: this op has no implementation for this policy");
+  detail::record_split<kforge::detail::impl<Policy, Op>>(s, op, std::tuple<Ts&...>(ts...),
+                                                         std::make_index_sequence<sizeof...(Ts) - 1>{});
+}
+
+namespace detail {
+/// Adds the device-tensor overload of run() to an impl.
+template <class Impl, class Op>
+struct device_run {
+  template <class... Ts>
+    requires(sizeof...(Ts) == Op::arity + 1 &&
+             (std::is_same_v<std::remove_cvref_t<Ts>, device_tensor<typename Op::value_type>> && ...))
+  static void run(const Op& op, Ts&&... ts) {
+    context& ctx = std::get<sizeof...(Ts) - 1>(std::tuple<Ts&...>(ts...)).ctx();
+    stream s(ctx);
+    record_split<Impl>(s, op, std::tuple<Ts&...>(ts...), std::make_index_sequence<sizeof...(Ts) - 1>{});
+    s.run();
+  }
+};
+
+/// What every policy::vulkan implementation derives from: its op family's
+/// entry (shape checks, then Self::compute(op, args)) with both run()
+/// overload sets, host views and device tensors.
+template <class Self, class Op, template <class, class> class Entry>
+struct impl_base : Entry<Self, Op>, device_run<Self, Op> {
+  using Entry<Self, Op>::run;
+  using device_run<Self, Op>::run;
+  static constexpr bool available = true;
+};
+
+template <class T>
+inline constexpr bool vk_type = std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+/// Element strides of a dense tensor of dims d, 0 along extents of 1 (broadcast).
+inline shape dense_strides_of(const shape& d) {
+  shape st = row_major_strides(d);
+  for (int i = 0; i < d.rank(); ++i)
+    if (d[i] == 1) st[i] = 0;
+  return st;
+}
+}  // namespace detail
+}  // namespace kforge::vulkan

@@ -1,0 +1,116 @@
+// kforge/vulkan/gemm.hpp — gemm on policy::vulkan: record_gemm runs the
+// kernel and tiling of a gemm_config (gemm_config.hpp) on buffers, and the
+// implementation of op::gemm picks the config per call (the policy's knobs,
+// else gemm_default_config for the call's shape).
+#pragma once
+
+#ifndef KFORGE_VULKAN_INTERNAL
+#error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
+#endif
+
+#include "kforge/vulkan/call.hpp"
+#include "kforge/vulkan/shaders/gemm.hpp"
+#include "kforge/vulkan/shaders/gemm_common.hpp"
+#include "kforge/vulkan/shaders/gemm_coopmat.hpp"
+#include "kforge/vulkan/shaders/gemm_tiled.hpp"
+
+namespace kforge::vulkan {
+
+namespace detail {
+struct gemm_push {
+  std::uint32_t m, n, k;
+  float alpha, beta, slope;
+};
+
+/// The shader variant of a gemm kernel: its source (gemm_common's prelude
+/// before the tiled and coopmat bodies) and defines. vec: A and B are read as
+/// vectors (the host checks K and N allow it).
+inline shader_variant gemm_variant(gemm_kernel kernel, dtype dt, bool bias, fn act, bool vec) {
+  std::vector<std::pair<std::string, std::string>> defs{{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}};
+  switch (kernel) {
+    case gemm_kernel::generic:
+      defs.insert(defs.begin(), {"KF_CONV", "0"});
+      return make_variant("gemm", shaders::gemm, dt, std::move(defs));
+    case gemm_kernel::tiled:
+      defs.push_back({"KF_VEC", vec ? "1" : "0"});
+      defs.push_back({"KF_VEC_T", "T4"});
+      return make_variant("gemm_tiled", std::string(shaders::gemm_common) + shaders::gemm_tiled, dt, std::move(defs));
+    case gemm_kernel::coopmat_f16:
+      defs.push_back({"KF_VEC", vec ? "1" : "0"});
+      defs.push_back({"KF_VEC_T", "uvec4"});
+      defs.push_back({"KF_COOPMAT", "1"});
+      return make_variant("gemm_coopmat_f16", std::string(shaders::gemm_common) + shaders::gemm_coopmat_f16, dt,
+                          std::move(defs));
+  }
+  throw error("kforge::vulkan: internal: unknown gemm kernel");
+}
+}  // namespace detail
+
+/// C = act(alpha·A·B + beta·C + bias): dense row-major A [m,k], B [k,n], C [m,n],
+/// with the kernel and tiling of `cfg` (see gemm_config).
+inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, index_t n, index_t k, float alpha,
+                        float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
+                        buffer_ref c) {
+  using namespace detail;
+  context& ctx = s.ctx();
+  if (const std::string why = gemm_config_check(ctx.info(), dt, cfg); !why.empty())
+    throw unsupported_error("kforge::vulkan: gemm config '" + cfg.str() + "' on device '" + ctx.info().name +
+                            "': " + why);
+  const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), alpha, beta, slope};
+  u32(m * k, "A elements"), u32(k * n, "B elements"), u32(m * n, "C elements");
+  const pipeline* p = nullptr;
+  const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+  // Vector loads need rows of A and B that start on a vector boundary.
+  const std::uint32_t width = cfg.kernel == gemm_kernel::coopmat_f16 ? 8 : 4;
+  const shader_variant v = gemm_variant(cfg.kernel, dt, bias != nullptr, act, k % width == 0 && n % width == 0);
+  if (cfg.kernel == gemm_kernel::generic)
+    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
+  else if (cfg.kernel == gemm_kernel::tiled)
+    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
+                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
+  else
+    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
+                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
+  const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),
+                                       static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), 1};
+  if (g[0] > 65535 || g[1] > 65535)
+    throw unsupported_error("kforge::vulkan: " + label + " needs a " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
+                            " grid of workgroups; at most 65535 per axis");
+  s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g, label);
+}
+
+/// The same with the tile knobs of policy::vulkan (tile, thread_tile): the
+/// tiled kernel where the thread tile allows it (multiples of 4), else generic.
+inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, index_t n, index_t k, float alpha,
+                        float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
+                        buffer_ref c) {
+  gemm_config cfg{gemm_kernel::tiled, t.bm, t.bn, t.bk, t.tm, t.tn, 8, 2, 8};
+  if (!gemm_config_check(s.ctx().info(), dt, cfg).empty()) {
+    detail::check_tiling(s.ctx(), t, "gemm");
+    cfg.kernel = gemm_kernel::generic;
+  }
+  record_gemm(s, dt, cfg, m, n, k, alpha, beta, act, slope, a, b, bias, c);
+}
+
+}  // namespace kforge::vulkan
+
+namespace kforge::detail {
+
+template <class... Knobs, class T, class E>
+  requires vulkan::detail::vk_type<T>
+struct impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>
+    : vulkan::detail::impl_base<impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>, op::gemm<T, E, float>, gemm_entry> {
+  static void compute(const op::gemm<T, E, float>& op, const gemm_args<T>& g) {
+    using K = vulkan::knobs<Knobs...>;
+    vulkan::detail::call<T> c({&g.a, &g.b, E::has_bias ? &g.bias : nullptr}, g.c, op.beta != 0.0f);
+    if (g.m && g.n) {
+      const auto cfg = K::gemm(c.ctx().info(), c.dt, static_cast<std::uint64_t>(g.m), static_cast<std::uint64_t>(g.n));
+      if (cfg.kernel == vulkan::gemm_kernel::generic) vulkan::detail::check_tiling(c.ctx(), K::tiling, "gemm");
+      vulkan::record_gemm(c.s(), c.dt, cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation, op.epilogue.slope, c.in(0),
+                          c.in(1), c.in_opt(2), c.out());
+    }
+    c.finish();
+  }
+};
+
+}  // namespace kforge::detail

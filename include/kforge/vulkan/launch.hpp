@@ -1,0 +1,63 @@
+// kforge/vulkan/launch.hpp — what every record_* function of the backend
+// uses: a shader variant (the common GLSL prelude + a kernel body + defines),
+// a 2-D grid for many workgroups, and the checks of the kernels' 32-bit
+// indices and of a workgroup size against the device's limit.
+#pragma once
+
+#ifndef KFORGE_VULKAN_INTERNAL
+#error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
+#endif
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kforge/core/dtype.hpp"
+#include "kforge/vulkan/shaders/common.hpp"
+#include "kforge/vulkan/stream.hpp"
+
+namespace kforge::vulkan::detail {
+
+inline std::string str(int v) { return std::to_string(v); }
+
+/// A kernel variant: the common prelude + body, with dtype and extra defines.
+inline shader_variant make_variant(const std::string& name, const std::string& body, dtype dt,
+                                   std::vector<std::pair<std::string, std::string>> defines) {
+  if (dt != dtype::f32 && dt != dtype::f16)
+    throw unsupported_error("kforge::vulkan: " + name + " runs on f32 or f16 device data, not " +
+                            std::string(to_string(dt)));
+  shader_variant v;
+  v.name = name;
+  v.source = std::string(shaders::common) + body;
+  defines.insert(defines.begin(), {"KF_F16", dt == dtype::f16 ? "1" : "0"});
+  v.defines = std::move(defines);
+  return v;
+}
+
+/// A 2-D grid of `count` workgroups (x capped at 65535; kernels use kf_group_id()).
+inline std::array<std::uint32_t, 3> grid(std::uint64_t count) {
+  if (count == 0) return {0, 1, 1};
+  const std::uint64_t x = std::min<std::uint64_t>(count, 65535);
+  const std::uint64_t y = (count + x - 1) / x;
+  if (y > 65535) throw unsupported_error("kforge::vulkan: " + std::to_string(count) + " workgroups exceed the 2-D grid");
+  return {static_cast<std::uint32_t>(x), static_cast<std::uint32_t>(y), 1};
+}
+
+inline std::uint32_t u32(index_t v, const char* what) {
+  if (v < 0 || v > 0xffffffffll)
+    throw unsupported_error(std::string("kforge::vulkan: ") + what + " = " + std::to_string(v) +
+                            " does not fit the kernels' 32-bit indices");
+  return static_cast<std::uint32_t>(v);
+}
+
+inline void check_wg(context& ctx, std::uint32_t wg, const std::string& name) {
+  if (wg == 0 || wg > ctx.info().max_workgroup_invocations)
+    throw unsupported_error("kforge::vulkan: " + name + " workgroup of " + std::to_string(wg) +
+                            " invocations; device '" + ctx.info().name + "' allows " +
+                            std::to_string(ctx.info().max_workgroup_invocations));
+}
+
+}  // namespace kforge::vulkan::detail

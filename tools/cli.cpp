@@ -1,0 +1,234 @@
+// tools/cli.cpp — the command line, problems, policies and timing shared by
+// the kforge tool's commands (cli.hpp).
+#include "cli.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <set>
+#include <sstream>
+
+namespace kforge::tool {
+namespace {
+
+// The tool's own options; each op family adds its own (traits' options()).
+const std::vector<std::string> value_options = {
+    "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
+    "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed", "vs",
+    "strategy", "budget", "trials", "device", "roofline"};
+const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated"};
+
+/// Every op family's option of this name (a name may serve several families, e.g. --slope).
+std::vector<const cli_option*> family_options(std::string_view name) {
+  std::vector<const cli_option*> out;
+  for (const family_table* f : all_families())
+    for (const cli_option& o : f->options())
+      if (o.name == name) out.push_back(&o);
+  return out;
+}
+
+}  // namespace
+
+bool args::has(const std::string& f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
+std::optional<std::string> args::get(const std::string& k) const {
+  auto it = values.find(k);
+  if (it == values.end()) return std::nullopt;
+  return it->second;
+}
+
+args parse_args(int argc, char** argv) {
+  args a;
+  if (argc < 2) throw usage_error("no command given (try kforge --help)");
+  a.command = argv[1];
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
+    std::string key = s.substr(2), value;
+    bool inline_value = false;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+      inline_value = true;
+    }
+    const auto fam = family_options(key);
+    const bool is_flag = std::find(flag_options.begin(), flag_options.end(), key) != flag_options.end() ||
+                         (!fam.empty() && fam.front()->placeholder.empty());
+    const bool is_value = std::find(value_options.begin(), value_options.end(), key) != value_options.end() ||
+                          (!fam.empty() && !fam.front()->placeholder.empty());
+    if (is_flag) {
+      if (inline_value) throw usage_error("--" + key + " takes no value");
+      a.flags.push_back(key);
+    } else if (is_value) {
+      if (!inline_value) {
+        if (i + 1 >= argc) throw usage_error("--" + key + " needs a value");
+        value = argv[++i];
+      }
+      a.values[key] = value;
+    } else {
+      throw usage_error("unknown option '--" + key + "'");
+    }
+  }
+  return a;
+}
+
+int to_int(const std::string& what, const std::string& s) {
+  try {
+    std::size_t pos = 0;
+    const long v = std::stol(s, &pos);
+    if (pos != s.size()) throw std::invalid_argument(s);
+    return static_cast<int>(v);
+  } catch (const std::exception&) {
+    throw usage_error("--" + what + " expects an integer, got '" + s + "'");
+  }
+}
+float to_float(const std::string& what, const std::string& s) {
+  try {
+    std::size_t pos = 0;
+    const float v = std::stof(s, &pos);
+    if (pos != s.size()) throw std::invalid_argument(s);
+    return v;
+  } catch (const std::exception&) {
+    throw usage_error("--" + what + " expects a number, got '" + s + "'");
+  }
+}
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+std::string one_line(std::string m) {
+  if (m.rfind("kforge: ", 0) == 0) m = m.substr(8);
+  for (char& c : m)
+    if (c == '\n') c = ' ';
+  return "kforge: " + m + "\n";
+}
+
+problem problem_from(const args& a) {
+  problem p;
+  const auto op = a.get("op");
+  const auto shp = a.get("shape");
+  if (!op) throw usage_error("--op is required");
+  if (!shp) throw usage_error("--shape is required");
+  p.op = *op;
+  try {
+    const family_table& fam = *find_op(p.op).family;
+    set_shape(p, *shp);
+    if (auto d = a.get("dtype")) p.type = parse_dtype(*d);
+    if (p.type == dtype::f64) throw usage_error("--dtype must be f32, f16 or bf16");
+    // Options of other families are refused by name; the op's own are applied.
+    auto apply = [&](const std::string& name, const std::string& value) {
+      const auto all = family_options(name);
+      if (all.empty()) return;
+      for (const cli_option& o : fam.options())
+        if (o.name == name) return o.apply(p, value);
+      std::set<std::string> owners;
+      for (const family_table* f : all_families())
+        for (const cli_option& o : f->options())
+          if (o.name == name)
+            for (const op_name& n : f->ops()) owners.insert(std::string(n.name));
+      std::string list;
+      for (const auto& n : owners) list += (list.empty() ? "" : ", ") + n;
+      throw usage_error("--" + name + " does not apply to " + p.op + " (it applies to " + list + ")");
+    };
+    for (const auto& [k, v] : a.values) apply(k, v);
+    for (const auto& f : a.flags) apply(f, "");
+    (void)operands(p);  // shape consistency (conv fit, broadcast, axis)
+  } catch (const kforge::error& e) {
+    throw usage_error(e.what());
+  }
+  return p;
+}
+
+std::string op_help() {
+  std::string s = "\nproblem options:\n  --op OP            the op (see the list below)\n"
+                  "  --shape SHAPE      dims separated by 'x'; the order depends on the op (below)\n"
+                  "  --dtype T          f32 (default), f16 or bf16\n";
+  std::set<std::string> shown;
+  for (const family_table* f : all_families())
+    for (const cli_option& o : f->options()) {
+      if (!shown.insert(std::string(o.name)).second) continue;
+      std::string left = "  --" + std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder));
+      left.resize(std::max<std::size_t>(left.size() + 1, 21), ' ');
+      s += left + std::string(o.help) + "\n";
+    }
+  s += "ops and their SHAPE:\n";
+  for (const family_table* f : all_families()) {
+    std::string names;
+    for (const op_name& n : f->ops()) names += (names.empty() ? "" : "/") + std::string(n.name);
+    s += "  " + names + " " + std::string(f->ops().front().shape_help) + "\n";
+  }
+  return s;
+}
+
+const std::vector<policy_entry>& policies() {
+  static const std::vector<policy_entry> all = [] {
+    std::vector<policy_entry> v;
+    register_cpu(v);
+    register_vulkan(v);
+    return v;
+  }();
+  return all;
+}
+
+const policy_entry& find_policy(const std::string& name) {
+  for (const auto& p : policies())
+    if (p.name == name) return p;
+  std::string known;
+  for (const auto& p : policies()) known += (known.empty() ? "" : ", ") + p.name;
+  if (name == "vulkan") throw environment_error(vulkan_problem());
+  throw usage_error("unknown policy '" + name + "' (available: " + known + ")");
+}
+
+std::string default_policy() {
+  for (const char* n : {"threaded", "blocked"})
+    for (const auto& p : policies())
+      if (p.name == n) return n;
+  return "eigen";
+}
+
+void require_available(const policy_entry& e) {
+  if (const std::string why = e.unavailable(); !why.empty())
+    throw environment_error("policy " + e.name + " is unavailable: " + why);
+}
+
+timing time_policy(const policy_entry& e, const problem& p, std::vector<host_tensor> ts, int reps) {
+  e.execute(p, ts);  // warm-up: compiles shaders, fills caches, wakes threads
+  std::vector<double> t, dev;
+  for (int i = 0; i < reps; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    e.execute(p, ts);
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (const double d = e.device_seconds(); d >= 0) dev.push_back(d);
+  }
+  std::sort(t.begin(), t.end());
+  std::sort(dev.begin(), dev.end());
+  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? dev[dev.size() / 2] : -1.0};
+}
+
+std::string throughput(const problem& p, double seconds, double* value, std::string* unit) {
+  const bool compute = compute_bound(p);
+  const double v = (compute ? flops(p) : min_bytes(p)) / seconds / 1e9;
+  if (value) *value = v;
+  if (unit) *unit = compute ? "GFLOP/s" : "GB/s";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.2f %s", v, compute ? "GFLOP/s" : "GB/s");
+  return buf;
+}
+
+single_check check_once(const policy_entry& e, const problem& p, std::vector<host_tensor>& ts) {
+  suite_options o;
+  o.cases = {input_case::normal};
+  const report r = validate(p, e.execute, o);
+  if (!r.cases.empty() && !r.cases[0].error.empty()) throw kforge::error(r.cases[0].error);
+  generate_inputs(p, input_case::normal, o.seed, ts);
+  return {r.all_passed, r.max_abs_err, r.max_rel_err};
+}
+
+}  // namespace kforge::tool
