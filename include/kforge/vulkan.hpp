@@ -29,6 +29,7 @@
 #include "kforge/vulkan/elementwise.hpp"
 #include "kforge/vulkan/gemm.hpp"
 #include "kforge/vulkan/reduce.hpp"
+#include "kforge/vulkan/rope.hpp"
 #include "kforge/vulkan/rows.hpp"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

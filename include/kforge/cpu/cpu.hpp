@@ -14,5 +14,6 @@
 #include "kforge/cpu/gemm.hpp"
 #include "kforge/cpu/isa.hpp"
 #include "kforge/cpu/reduce.hpp"
+#include "kforge/cpu/rope.hpp"
 #include "kforge/cpu/softmax.hpp"
 #include "kforge/cpu/thread_pool.hpp"

@@ -6,4 +6,5 @@
 #include "kforge/eigen/elementwise.hpp"
 #include "kforge/eigen/gemm.hpp"
 #include "kforge/eigen/reduce.hpp"
+#include "kforge/eigen/rope.hpp"
 #include "kforge/eigen/softmax.hpp"

@@ -7,4 +7,5 @@
 #include "kforge/ops/gemm.hpp"
 #include "kforge/ops/norm.hpp"
 #include "kforge/ops/reduce.hpp"
+#include "kforge/ops/rope.hpp"
 #include "kforge/ops/softmax.hpp"

@@ -64,6 +64,13 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("attention", small ? "1x1x7x17,33" : "1x2x7x17,100", [](problem& p) { p.causal = true; });
   add("attention", small ? "1x1x17x7,3" : "1x1x33x7,3", none);
   add("attention", small ? "1x1x17x16" : "1x2x70x32", [](problem& p) { p.causal = true; });  // a tensor-core head dim
+  // rope: half-split and interleaved, a decode-like position offset, Llama 3's base
+  add("rope", small ? "3x5x16" : "2x17x3x64", none);
+  add("rope", small ? "7x3x18" : "33x5x34", [](problem& p) {
+    p.attrs["interleaved"] = 1;
+    p.attrs["offset"] = 100;
+    p.attrs["base"] = 500000;
+  });
   return ps;
 }
 

@@ -11,4 +11,5 @@
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
+#include "kforge/vulkan/shaders/rope.hpp"
 #include "kforge/vulkan/shaders/rows.hpp"
