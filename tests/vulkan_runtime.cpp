@@ -243,6 +243,49 @@ TEST_CASE("vulkan stream: gemm -> gelu -> layer_norm in one submission, barriers
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("vulkan stream: dispatches recorded after time_dispatches(false) are not timed, the others keep their times") {
+  KFT_NEED_DEVICE();
+  const index_t n = 1000;
+  auto xf = random_floats(n, 7);
+  vulkan::device_tensor<float> x(*ctx, {n}), y(*ctx, {n}), z(*ctx, {n});
+  x.upload(make_view(xf, {n}));
+  vulkan::stream s(*ctx);
+  vulkan::record(s, op::unary<float, fn::neg>{}, x, y);
+  s.time_dispatches(false);
+  vulkan::record(s, op::unary<float, fn::abs>{}, y, z);
+  s.time_dispatches(true);
+  vulkan::record(s, op::unary<float, fn::neg>{}, z, y);
+  s.run();
+  const auto t = s.timings();
+  REQUIRE(t.size() == 3);
+  CHECK(t[1].ms == -1);  // untimed
+  if (ctx->info().timestamps) {
+    CHECK(t[0].ms >= 0);
+    CHECK(t[2].ms >= 0);
+  }
+  const auto got = y.to_vector();
+  for (index_t i = 0; i < n; ++i) CHECK(got[static_cast<std::size_t>(i)] == -std::fabs(xf[static_cast<std::size_t>(i)]));
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan context_options::block_mib sets the device pool's block size") {
+  KFT_NEED_DEVICE();
+  vulkan::context_options o;
+  o.block_mib = 2;
+  o.validation = ctx->validation_enabled() ? 1 : 0;
+  o.cache_dir = kft::test_cache_dir();
+  vulkan::context c(o);
+  std::vector<vulkan::device_tensor<float>> ts;
+  for (int i = 0; i < 3; ++i) ts.emplace_back(c, shape{300 * 1024});  // 1.2 MB each: one per 2 MiB block
+  CHECK(c.device_memory().stats().blocks == 3);
+  CHECK(c.device_memory().stats().block_bytes == 3 * (std::uint64_t{2} << 20));
+  CHECK(c.validation_message_count() == 0);
+  ::setenv("KFORGE_VK_BLOCK_MIB", "lots", 1);
+  o.block_mib = 0;  // from the environment
+  CHECK_THROWS_AS(vulkan::context{o}, argument_error);
+  ::unsetenv("KFORGE_VK_BLOCK_MIB");
+}
+
 TEST_CASE_TEMPLATE("vulkan run() on device tensors keeps data on the device", T, float, half) {
   KFT_NEED_DEVICE();
   auto xf = random_floats(3 * 33, 5, -3, 3);

@@ -94,6 +94,9 @@ struct knobs {
   }
   /// Workgroup size of the element-wise, reduction, row and attention kernels.
   static constexpr std::uint32_t row_wg = wg::x;
+  /// The row kernels' (softmax, norms): the wg knob where given, else 0 (each
+  /// kernel picks its own by row length).
+  static constexpr std::uint32_t rows_wg = policy::detail::count_knob<policy::wg_key, K...> > 0 ? wg::x : 0;
 };
 
 namespace detail {

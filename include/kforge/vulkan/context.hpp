@@ -62,6 +62,9 @@ struct context_options {
   /// stay inside the buffers it was given. For untrusted kernels; it may cost
   /// speed on real GPUs. A device without the feature throws no_device.
   bool robust_buffer_access = false;
+  /// Size of the device pool's blocks in MiB (a larger request gets a block of
+  /// its own); 0: KFORGE_VK_BLOCK_MIB, else 64.
+  std::uint32_t block_mib = 0;
 };
 
 namespace detail {
@@ -89,6 +92,15 @@ class context {
         if (s.find_first_not_of("0123456789") == std::string::npos) opt_.device_index = std::atoi(e);
         else opt_.device_name = s;
       }
+    if (opt_.block_mib == 0) {
+      const char* e = std::getenv("KFORGE_VK_BLOCK_MIB");
+      char* end = nullptr;
+      const unsigned long v = e && *e ? std::strtoul(e, &end, 10) : 64;
+      opt_.block_mib = (e && *e && *end) || v > (1ul << 20) ? 0 : static_cast<std::uint32_t>(v);
+      if (opt_.block_mib == 0)
+        throw argument_error("kforge::vulkan: KFORGE_VK_BLOCK_MIB must be a number of MiB in [1, 1048576], got '" +
+                             std::string(e ? e : "") + "'");
+    }
     inst_ = std::make_unique<detail::instance_holder>(opt_.validation == 1);
     try {
       pick_device();
@@ -286,10 +298,12 @@ class context {
     if (!push_desc_) throw no_device("kforge::vulkan: vkCmdPushDescriptorSetKHR not available");
 
     memory_pool::limits lim;
+    lim.block_size = VkDeviceSize{opt_.block_mib} << 20;
     lim.max_range = info_.max_storage_buffer_range;
     lim.alignment = std::max<VkDeviceSize>(info_.min_storage_offset_alignment, 16);
     device_pool_ = std::make_shared<memory_pool>(state_, phys_, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT, 0, lim, "device");
     lim.max_range = ~VkDeviceSize{0};
+    lim.block_size = VkDeviceSize{64} << 20;  // host staging stays in small blocks
     staging_pool_ = std::make_shared<memory_pool>(
         state_, phys_, VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
         VK_MEMORY_PROPERTY_HOST_CACHED_BIT, lim, "staging");

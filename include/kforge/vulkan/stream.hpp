@@ -9,7 +9,9 @@
 //
 // Timestamps: when the queue supports them, a timestamp is written before and
 // after every dispatch and copy (up to 256 per recording); timings() turns
-// them into milliseconds after wait().
+// them into milliseconds after wait(). time_dispatches(false) before recording
+// leaves them out: each pair costs a replayed chain of small dispatches time
+// (see docs/PERFORMANCE.md, replay).
 //
 // Temporaries a recording needs (staging areas, tensors made for one host
 // call) are kept alive by the stream until reset() or destruction. Tensors
@@ -88,6 +90,10 @@ class stream {
 
   context& ctx() const { return *ctx_; }
 
+  /// Whether the dispatches and copies recorded from now on are timed
+  /// (default: yes, where the queue has timestamps).
+  void time_dispatches(bool on) { time_ = on; }
+
   /// Records one dispatch of `p` over `groups` workgroups.
   void dispatch(const pipeline& p, const std::vector<binding>& bufs, const void* push, std::uint32_t push_bytes,
                 std::array<std::uint32_t, 3> groups, std::string label) {
@@ -115,11 +121,12 @@ class stream {
     ctx_->push_descriptor_fn()(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, p.layout.get(), 0,
                                static_cast<std::uint32_t>(w.size()), w.data());
     if (push_bytes) vkCmdPushConstants(cmd_, p.layout.get(), VK_SHADER_STAGE_COMPUTE_BIT, 0, push_bytes, push);
-    const bool timed = queries_ && labels_.size() < max_timed;
-    const auto q = static_cast<std::uint32_t>(2 * labels_.size());
+    const bool timed = time_ && queries_ && timed_count_ < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * timed_count_);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     if (groups[0] && groups[1] && groups[2]) vkCmdDispatch(cmd_, groups[0], groups[1], groups[2]);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_.get(), q + 1);
+    timed_count_ += timed;
     labels_.push_back({std::move(label), timed});
   }
 
@@ -129,11 +136,12 @@ class stream {
     begin();
     hazard({buffer_ref{src.buffer, src.offset, bytes}}, {buffer_ref{dst.buffer, dst.offset, bytes}});
     VkBufferCopy region{src.offset, dst.offset, bytes};
-    const bool timed = queries_ && labels_.size() < max_timed;
-    const auto q = static_cast<std::uint32_t>(2 * labels_.size());
+    const bool timed = time_ && queries_ && timed_count_ < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * timed_count_);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
+    timed_count_ += timed;
     labels_.push_back({"copy " + std::to_string(bytes) + " B", timed, true});
     ++copies_;
   }
@@ -211,6 +219,7 @@ class stream {
     if (began_) check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
     began_ = recording_ = false;
     labels_.clear();
+    timed_count_ = 0;
     keep_.clear();
     reads_.clear();
     writes_.clear();
@@ -227,10 +236,12 @@ class stream {
       check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 0, static_cast<std::uint32_t>(2 * timed),
                                   ts.size() * 8, ts.data(), 8, VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
             "vkGetQueryPoolResults");
+    std::size_t slot = 0;
     for (std::size_t i = 0; i < labels_.size(); ++i) {
       dispatch_timing t{labels_[i].label, -1, labels_[i].transfer};
       if (labels_[i].timed && submits_ && !in_flight_)
-        t.ms = static_cast<double>(ts[2 * i + 1] - ts[2 * i]) * ctx_->info().timestamp_period_ns * 1e-6;
+        t.ms = static_cast<double>(ts[2 * slot + 1] - ts[2 * slot]) * ctx_->info().timestamp_period_ns * 1e-6;
+      slot += labels_[i].timed;
       out.push_back(std::move(t));
     }
     return out;
@@ -289,7 +300,8 @@ class stream {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // freed with the pool
   unique_handle<VkFence> fence_;
   unique_handle<VkQueryPool> queries_;
-  bool began_ = false, recording_ = false, in_flight_ = false;
+  bool began_ = false, recording_ = false, in_flight_ = false, time_ = true;
+  std::size_t timed_count_ = 0;
   std::vector<label_rec> labels_;
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
   std::vector<buffer_ref> reads_, writes_;

@@ -98,6 +98,152 @@ void main() {
 }
 )glsl";
 
+// rows_subgroup (KF_KIND 0 softmax, 1 layer_norm, 2 rms_norm): one subgroup
+// per row, gl_NumSubgroups rows per workgroup, for rows that fit KF_R values
+// per lane (the host picks it from the device's fixed subgroup size): lane l
+// holds elements l, l + SG, ... (scalar loads, coalesced across the
+// subgroup). Statistics are subgroup operations only: no shared memory, no
+// barrier, so short rows (64 to 1024 columns) keep every lane busy. Same
+// formulas and NaN rules as the row kernels above.
+inline constexpr const char* rows_subgroup = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
+#if KF_KIND == 0
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { T y_[]; };
+layout(push_constant) uniform Push { uint rows, cols; } pc;
+#else
+layout(std430, set = 0, binding = 1) readonly buffer BufG { T gamma_[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufB { T beta_[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { T y_[]; };
+layout(push_constant) uniform Push { uint rows, cols; float eps; } pc;
+#endif
+void main() {
+  uint row = kf_group_id() * gl_NumSubgroups + gl_SubgroupID;
+  if (row >= pc.rows) return;  // uniform per subgroup; nothing below synchronises the workgroup
+  uint lane = gl_SubgroupInvocationID, SG = gl_SubgroupSize, base = row * pc.cols;
+  float v[KF_R];
+#if KF_KIND == 0
+  float m = -KF_INF;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = lane + r * SG;
+    v[r] = j < pc.cols ? float(x_[base + j]) : -KF_INF;
+    m = isnan(v[r]) ? KF_INF : max(m, v[r]);
+  }
+  float M = subgroupMax(m);
+  bool bad = isinf(M);  // NaN or +Inf somewhere, or every element -Inf
+  float s = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    v[r] = exp(v[r] - M);
+    s += v[r];
+  }
+  float inv = 1.0 / subgroupAdd(s);
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = lane + r * SG;
+    if (j < pc.cols) y_[base + j] = T(bad ? KF_NAN : v[r] * inv);
+  }
+#else
+  float n = float(pc.cols), s = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = lane + r * SG;
+    v[r] = j < pc.cols ? float(x_[base + j]) : 0.0;
+    s += v[r];
+  }
+  float mean = KF_KIND == 1 ? subgroupAdd(s) / n : 0.0;
+  float q = 0.0;
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    float d = lane + r * SG < pc.cols ? v[r] - mean : 0.0;
+    q += d * d;
+  }
+  float inv = 1.0 / sqrt(subgroupAdd(q) / n + pc.eps);
+  [[unroll]] for (uint r = 0; r < KF_R; ++r) {
+    uint j = lane + r * SG;
+    if (j < pc.cols) {
+      float o = (v[r] - mean) * inv * float(gamma_[j]);
+#if KF_KIND == 1
+      o += float(beta_[j]);
+#endif
+      y_[base + j] = T(o);
+    }
+  }
+#endif
+}
+)glsl";
+
+// softmax_long: rows too long for registers (vocabularies: 50257, 128256
+// columns), read twice. The statistics pass keeps a running (max m, sum s)
+// per invocation and takes its loads four at a time (columns j, j + WG,
+// j + 2·WG, j + 3·WG: four loads in flight before the first use, and one
+// rescale per four), then the workgroup merges them; the write pass recomputes
+// exp(x - M) / S four columns at a time. KF_PASS 0: one workgroup per row.
+// KF_PASS 1 and 2, for few rows (the host splits each row into `chunks`
+// chunks of `chunk` columns, one workgroup each, so that a handful of rows
+// still fill the device): pass 1 writes each chunk's (m, s) to `part` (m =
+// +Inf marks a NaN in the chunk), pass 2 merges its row's chunks and writes
+// its own chunk. NaN rules as softmax above.
+inline constexpr const char* softmax_long = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
+#if KF_PASS == 1
+layout(std430, set = 0, binding = 1) writeonly buffer BufP { vec2 part_[]; };
+#elif KF_PASS == 2
+layout(std430, set = 0, binding = 1) readonly buffer BufP { vec2 part_[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer BufY { T y_[]; };
+#else
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { T y_[]; };
+#endif
+layout(push_constant) uniform Push { uint rows, cols, chunk, chunks; } pc;
+
+void main() {
+  uint id = kf_group_id();
+  if (id >= pc.rows * pc.chunks) return;  // uniform per workgroup
+  uint row = id / pc.chunks, c = id % pc.chunks, t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
+  uint base = row * pc.cols, j0 = c * pc.chunk, j1 = min(pc.cols, j0 + pc.chunk);
+  float M, S;
+  bool bad;
+#if KF_PASS != 2
+  float m = -KF_INF, s = 0.0;
+  bool nan = false;
+  for (uint j = j0 + t; j < j1; j += 4u * WG) {
+    float a[4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? float(x_[base + j + u * WG]) : -KF_INF;
+    float mx = m;
+    [[unroll]] for (uint u = 0; u < 4; ++u) {
+      nan = nan || isnan(a[u]);
+      mx = isnan(a[u]) ? mx : max(mx, a[u]);
+    }
+    if (mx == -KF_INF) continue;  // only -Inf so far: nothing to add
+    s *= exp(m - mx);
+    [[unroll]] for (uint u = 0; u < 4; ++u) s += isnan(a[u]) ? 0.0 : exp(a[u] - mx);
+    m = mx;
+  }
+  M = kf_wg_max(m);
+  nan = kf_wg_any(nan);
+  S = kf_wg_sum(m == -KF_INF || isinf(M) ? 0.0 : s * exp(m - M));
+#if KF_PASS == 1
+  if (t == 0u) part_[id] = vec2(nan ? KF_INF : M, S);
+#else
+  bad = nan || isinf(M);
+#endif
+#else
+  M = -KF_INF;
+  for (uint k = 0; k < pc.chunks; ++k) M = max(M, part_[row * pc.chunks + k].x);
+  S = 0.0;
+  for (uint k = 0; k < pc.chunks; ++k) {
+    vec2 p = part_[row * pc.chunks + k];
+    S += p.x == -KF_INF || isinf(M) ? 0.0 : p.y * exp(p.x - M);
+  }
+  bad = isinf(M);
+#endif
+#if KF_PASS != 1
+  float inv = 1.0 / S;
+  for (uint j = j0 + t; j < j1; j += 4u * WG) {
+    float a[4];
+    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? float(x_[base + j + u * WG]) : 0.0;
+    [[unroll]] for (uint u = 0; u < 4; ++u)
+      if (j + u * WG < j1) y_[base + j + u * WG] = T(bad ? KF_NAN : exp(a[u] - M) * inv);
+  }
+#endif
+}
+)glsl";
+
 inline constexpr const char* softmax = R"glsl(
 layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer BufY { T y_[]; };
