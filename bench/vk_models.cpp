@@ -20,6 +20,7 @@
 // wrong kernel prints FAIL, never a silent number.
 #include <kforge/validate.hpp>
 #include <kforge/vulkan.hpp>
+#include <kforge/vulkan/problem.hpp>
 
 #include <algorithm>
 #include <cstdint>
@@ -74,29 +75,6 @@ void fill(host_tensor& h, std::uint64_t seed, float lo, float hi) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     z ^= z >> 31;
     h.set(i, lo + (hi - lo) * static_cast<float>(static_cast<double>(z >> 11) * 0x1.0p-53));
-  }
-}
-
-template <class D, std::size_t... I>
-void record_typed(vulkan::stream& s, const problem& p, std::vector<vulkan::device_tensor<D>>& ts, std::index_sequence<I...>) {
-  using T = std::conditional_t<std::is_same_v<D, half>, half, float>;
-  visit_family(p, [&]<class F>() {
-    F::template with_op<T>(p, [&](const auto& op) {
-      using Op = std::remove_cvref_t<decltype(op)>;
-      if constexpr (Op::arity + 1 == sizeof...(I) && supports<policy::vulkan<>, Op>) vulkan::record(s, op, ts[I]...);
-      else throw unsupported_error("vk_models: " + p.op + " is not a policy::vulkan op with this arity");
-    });
-  });
-}
-
-template <class D>
-void record_call(vulkan::stream& s, const problem& p, std::vector<vulkan::device_tensor<D>>& ts) {
-  switch (ts.size()) {
-    case 2: record_typed(s, p, ts, std::make_index_sequence<2>{}); break;
-    case 3: record_typed(s, p, ts, std::make_index_sequence<3>{}); break;
-    case 4: record_typed(s, p, ts, std::make_index_sequence<4>{}); break;
-    case 5: record_typed(s, p, ts, std::make_index_sequence<5>{}); break;
-    default: throw unsupported_error("vk_models: " + std::to_string(ts.size()) + " operands");
   }
 }
 
@@ -174,7 +152,7 @@ void run_case(vulkan::context& ctx, const bench_case& c) {
   const bool copy = c.op == "copy";
   auto record = [&](vulkan::stream& s) {
     if (copy) vulkan::record_copy(s, dev[0].ref(), dev[1].ref(), dev[0].bytes());
-    else record_call(s, p, dev);
+    else vulkan::record_problem(s, p, dev);
   };
   // Dispatches per call, then 3 warm-up + 10 timed calls, submitted twice.
   vulkan::stream s(ctx);
