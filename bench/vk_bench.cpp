@@ -30,6 +30,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace kforge;
@@ -240,19 +241,68 @@ int main(int argc, char** argv) {
   };
   // --mem-first: the memory-bound cases before the gemms (to see whether what
   // ran before changes them).
+  auto copy_only = [&](vulkan::context& c, const char* what) {
+    const index_t r = 8192;
+    vulkan::device_tensor<float> x(c, {r, r}), y(c, {r, r});
+    x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+    const double ms = median_ms(c, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
+    const double ms2 = median_ms(c, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
+    std::printf("  diag %-40s copy %7.1f GB/s, vkCmdCopyBuffer %6.1f GB/s (x offset %llu, y offset %llu; %zu blocks)\n",
+                what, 2.0 * r * r * 4 / 1e9 / (ms * 1e-3), 2.0 * r * r * 4 / 1e9 / (ms2 * 1e-3),
+                static_cast<unsigned long long>(x.ref().offset), static_cast<unsigned long long>(y.ref().offset),
+                c.device_memory().stats().blocks);
+    std::fflush(stdout);
+  };
+  // Does the amount of device memory a context has touched slow its later
+  // memory-bound kernels? Fresh context each row: allocate GiB of 256 MiB
+  // tensors, optionally write them (a copy into each), free them, then time a
+  // copy of 256 MiB.
+  if (mode == "--touch") {
+    for (const int quarters : {0, 3, 4, 6, 8, 16, 32})
+      for (const bool write : {false, true}) {
+        if (quarters == 0 && write) continue;
+        vulkan::context c;
+        {
+          const index_t r = 8192;
+          vulkan::device_tensor<float> src(c, {r, r});
+          std::vector<vulkan::device_tensor<float>> hold;
+          vulkan::stream s(c);
+          for (int i = 0; i < quarters; ++i) {
+            hold.emplace_back(c, kforge::shape{r, r});
+            if (write) vulkan::record_copy(s, src.ref(), hold.back().ref(), src.bytes());
+          }
+          s.run();
+        }
+        const std::string what = std::to_string(quarters / 4.0).substr(0, 4) + " GiB " + (write ? "written" : "allocated") + ", freed";
+        copy_only(c, what.c_str());
+      }
+    return 0;
+  }
+  // When does a context's copy slow down? One context: a copy after each gemm
+  // case of the default sequence, and after idling, to tell history from time.
+  if (mode == "--age") {
+    vulkan::context c;
+    copy_only(c, "fresh");
+    for (index_t n : {1024, 2048, 4096, 8192}) {
+      gemm_case<float>(c, "f32", n);
+      copy_only(c, ("after f32 " + std::to_string(n)).c_str());
+    }
+    for (index_t n : {1024, 2048, 4096, 8192}) {
+      gemm_case<half>(c, "f16", n);
+      copy_only(c, ("after f16 " + std::to_string(n)).c_str());
+    }
+    gemm_case<float>(c, "f32", 4096, nullptr, true);
+    copy_only(c, "after f32 bias_gelu 4096");
+    gemm_case<half>(c, "f16", 4096, nullptr, true);
+    copy_only(c, "after f16 bias_gelu 4096");
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    copy_only(c, "after 2 s idle");
+    vulkan::context fresh;
+    copy_only(fresh, "a second context, now");
+    copy_only(c, "the first context again");
+    return 0;
+  }
   if (mode == "--diag") {  // which earlier work slows a later copy on the same context
-    auto copy_only = [&](vulkan::context& c, const char* what) {
-      const index_t r = 8192;
-      vulkan::device_tensor<float> x(c, {r, r}), y(c, {r, r});
-      x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
-      const double ms = median_ms(c, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
-      const double ms2 = median_ms(c, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
-      std::printf("  diag %-40s copy %7.1f GB/s, vkCmdCopyBuffer %6.1f GB/s (x offset %llu, y offset %llu; %zu blocks)\n",
-                  what, 2.0 * r * r * 4 / 1e9 / (ms * 1e-3), 2.0 * r * r * 4 / 1e9 / (ms2 * 1e-3),
-                  static_cast<unsigned long long>(x.ref().offset), static_cast<unsigned long long>(y.ref().offset),
-                  c.device_memory().stats().blocks);
-      std::fflush(stdout);
-    };
     { vulkan::context c; copy_only(c, "fresh"); gemm_case<float>(c, "f32", 8192); copy_only(c, "after f32 8192 gemm"); }
     { vulkan::context c; copy_only(c, "fresh"); gemm_case<half>(c, "f16", 8192); copy_only(c, "after f16 8192 gemm"); }
     { vulkan::context c; gemm_case<float>(c, "f32", 1024); copy_only(c, "after f32 1024 gemm"); }
