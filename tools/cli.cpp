@@ -14,8 +14,8 @@ namespace {
 // The tool's own options; each op family adds its own (traits' options()).
 const std::vector<std::string> value_options = {
     "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
-    "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed", "vs",
-    "strategy", "budget", "trials", "device", "roofline"};
+    "total-timeout-ms", "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed",
+    "vs", "strategy", "budget", "trials", "device", "roofline"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated"};
 
 /// Every op family's option of this name (a name may serve several families, e.g. --slope).

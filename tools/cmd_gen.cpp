@@ -69,7 +69,14 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
       gen::openai_options oo;
       oo.base_url = value_or(values, "base-url", "");
       oo.model = value_or(values, "model", "");
-      if (values.count("timeout-ms")) oo.timeout_ms = std::stol(values.at("timeout-ms"));
+      auto positive_ms = [&](const char* name, long& out) {
+        if (!values.count(name)) return;
+        const long long v = parse_integer(std::string("--") + name, values.at(name));
+        if (v <= 0) throw argument_error(std::string("--") + name + " must be > 0 (got " + values.at(name) + ")");
+        out = static_cast<long>(v);
+      };
+      positive_ms("timeout-ms", oo.timeout_ms);
+      positive_ms("total-timeout-ms", oo.total_timeout_ms);
       prov = std::make_unique<gen::openai_provider>(oo);
     } else {
       throw argument_error("unknown provider '" + kind + "' (template, replay, openai)");

@@ -66,7 +66,8 @@ const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> help = {
     {"gen", std::string("usage: kforge gen --op OP --shape SHAPE [--dtype T] [--provider template|replay|openai]\n"
                         "                  [--model M] [--base-url URL] [--replay FILE.jsonl] [--samples N] [--force]\n"
-                        "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--export DIR] [--json]\n\n"
+                        "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--total-timeout-ms MS]\n"
+                        "                  [--export DIR] [--json]\n\n"
                         "Asks the provider for N kernels (default 4), feeding each rejection back into the next\n"
                         "prompt; compiles each with glslang, checks it against docs/KERNEL_CONTRACT.md, validates it in\n"
                         "a sandboxed child process (10 cases with a secret seed, on SHAPE and a held-out shape,\n"
@@ -75,7 +76,9 @@ const std::map<std::string, std::string>& command_help() {
                         "A cached accepted kernel is returned without asking the provider unless --force.\n"
                         "Providers: template (default; offline variants of kforge's kernels, some deliberately\n"
                         "wrong), replay (--replay FILE.jsonl), openai (any OpenAI-compatible server: --base-url,\n"
-                        "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY). --export DIR writes the best\n"
+                        "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY): 429, 5xx and timeouts are retried with\n"
+                        "backoff until --total-timeout-ms (default 300000); a refused connection, an unknown host,\n"
+                        "TLS failure, 401/403 or 404 stop the run at once (exit 1). --export DIR writes the best\n"
                         "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n"
                         "`kforge cache list --status c|r` lists the accepted (c) or rejected (r) records.\n") + op_help()},
     {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
