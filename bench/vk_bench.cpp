@@ -105,7 +105,8 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   if (forced) std::printf("  sweep %s %s ...\n", dt, forced->str().c_str()), std::fflush(stdout);
   gemm_problem<T> p(ctx, n, n, n);
   const dtype d = dtype_of<T>();
-  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n));
+  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n),
+                                                                     static_cast<std::uint64_t>(n));
   const vulkan::buffer_ref br = p.bias.ref();
   const double ms = median_ms(ctx, [&](vulkan::stream& s) {
     vulkan::record_gemm(s, d, cfg, n, n, n, 1.0f, 0.0f, bias_gelu ? fn::gelu_tanh : fn::identity, 0.0f, p.a.ref(),

@@ -92,7 +92,8 @@ inline std::vector<candidate> vulkan_gemm_candidates(vulkan::context& ctx, const
   std::string dflt;
   if (p.dims.rank() == 3 && p.type != dtype::f64)
     dflt = vulkan_config_name(vulkan::gemm_default_config(ctx.info(), dev, static_cast<std::uint64_t>(p.dims[0]),
-                                                          static_cast<std::uint64_t>(p.dims[1])));
+                                                          static_cast<std::uint64_t>(p.dims[1]),
+                                                          static_cast<std::uint64_t>(p.dims[2])));
   std::vector<candidate> out;
   for (const auto& c : vulkan::valid_configs(ctx, p.type)) {
     out.push_back(vulkan_gemm_candidate(ctx, c));
