@@ -332,6 +332,24 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
              {128, 128, 8, 2}, {128, 128, 4, 2}, {128, 64, 4, 2}, {64, 128, 4, 2}, {64, 64, 4, 2}, {128, 256, 8, 2}})
       for (std::uint32_t bk : {16u, 32u}) add({gemm_kernel::coopmat_f16, bm, bn, bk, 0, 0, w, wm, g, 1});
   }
+  // Larger register tiles (fewer shared-memory reads per FMA) and a short-M tile.
+  for (auto [bm, bn, tm, tn] : std::initializer_list<std::array<std::uint32_t, 4>>{
+           {128, 256, 8, 16}, {256, 128, 16, 8}, {32, 128, 4, 4}})
+    add({gemm_kernel::tiled, bm, bn, 8, tm, tn, 8, 2, 8, 1});
+  add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1});
+  // K splits of the tile shapes thin grids use.
+  for (std::uint32_t s : {2u, 4u, 8u}) {
+    add({gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, s});
+    add({gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, s});
+    add({gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, s});
+  }
+  // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
+  for (std::uint32_t bm : {1u, 2u, 4u, 8u})
+    for (auto [tn, kl] : std::initializer_list<std::array<std::uint32_t, 2>>{{4, 4}, {4, 8}, {8, 4}})
+      for (std::uint32_t s : {1u, 4u, 16u, 64u}) add({gemm_kernel::gemv, bm, 256 / kl * tn, 8, 0, tn, 8, 0, 0, s});
   return out;
 }
 
