@@ -14,6 +14,15 @@
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
 // times the copy kernel over workgroup size × vectors per invocation × grid
 // cap, and softmax / layer_norm over workgroup sizes, at 8192×8192 f32.
+// `--gemm-shapes` times policy::vulkan<>'s default gemm config at the model
+// shapes of bench/h100_gemm.sh (decode M = 1..16, prefill, non-square N),
+// f32 and f16, each shape on a fresh context, with a 256 MiB copy as the
+// bandwidth reference; `--gemm-sweep` also times candidate configs per
+// shape (kernel, tile, K split), which is how the defaults of
+// vulkan/gemm_config.hpp were chosen. Their timing (per_call_ms) differs
+// from the rest: back-to-back calls in one submission of at least 5 ms,
+// replayed after 0.2 s of warm-up, wall clock per call (a split gemm is two
+// dispatches and the barrier between them; all of it is counted).
 // The memory-bound cases run after the gemms, then again on a fresh context
 // (rows "_fresh_ctx"); `--mem-first` runs them before the gemms instead, and
 // `--diag` times a 256 MiB copy (ours and vkCmdCopyBuffer) after various
@@ -28,6 +37,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <string>
 #include <thread>
@@ -49,12 +59,19 @@ double median_ms(vulkan::context& ctx, F&& record, int reps = 10) {
   return v[v.size() / 2];
 }
 
+// Uniform in [lo, hi) from a counter hash (splitmix64): fast enough for the
+// LM head's 4096×128256 B (525 M elements).
 template <class T>
 std::vector<T> random_host(std::size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
   std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(d(g));
+  std::uint64_t st = 0x9e3779b97f4a7c15ull * (seed + 1);
+  for (auto& x : v) {
+    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x = static_cast<T>(lo + (hi - lo) * static_cast<float>(z >> 40) * 0x1.0p-24f);
+  }
   return v;
 }
 
@@ -106,7 +123,8 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   if (forced) std::printf("  sweep %s %s ...\n", dt, forced->str().c_str()), std::fflush(stdout);
   gemm_problem<T> p(ctx, n, n, n);
   const dtype d = dtype_of<T>();
-  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n));
+  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n),
+                                                                     static_cast<std::uint64_t>(n));
   const vulkan::buffer_ref br = p.bias.ref();
   const double ms = median_ms(ctx, [&](vulkan::stream& s) {
     vulkan::record_gemm(s, d, cfg, n, n, n, 1.0f, 0.0f, bias_gelu ? fn::gelu_tanh : fn::identity, 0.0f, p.a.ref(),
@@ -154,6 +172,207 @@ void mem_sweep(vulkan::context& ctx) {
   rows_sweep<512>(ctx, x, g, be, y, gb2);
   rows_sweep<1024>(ctx, x, g, be, y, gb2);
 }
+// ---- gemm by shape class (bench/h100_gemm.sh) --------------------------------
+
+/// Milliseconds per call of `record` (which records one gemm): R calls back to
+/// back in one submission of >= 5 ms (R <= max_reps), replayed for warm_ms to
+/// raise the clocks, then the median of 5 replays' wall time / R.
+template <class F>
+double per_call_ms(vulkan::context& ctx, F&& record, int max_reps, double warm_ms = 200) {
+  using clk = std::chrono::steady_clock;
+  auto wall_ms = [](clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); };
+  double est;
+  {
+    vulkan::stream probe(ctx);
+    for (int i = 0; i < 3; ++i) record(probe);
+    probe.run();
+    const auto t0 = clk::now();
+    probe.run();
+    est = wall_ms(t0) / 3;
+  }
+  const int reps = static_cast<int>(std::clamp(std::ceil(5.0 / std::max(est, 1e-4)), 3.0, static_cast<double>(std::max(max_reps, 3))));
+  vulkan::stream s(ctx);
+  for (int i = 0; i < reps; ++i) record(s);
+  for (const auto t0 = clk::now(); wall_ms(t0) < warm_ms;) s.run();
+  std::vector<double> v;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = clk::now();
+    s.run();
+    v.push_back(wall_ms(t0) / reps);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct gemm_shape {
+  index_t m, n, k;
+  std::string name() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+};
+// M x N x K (kforge's SHAPE order): decode, prefill and non-square N of
+// 7-8B-parameter models (hidden 4096, MLP 11008/14336, vocabulary 128256).
+const gemm_shape model_shapes[] = {{1, 14336, 4096},  {1, 4096, 4096},    {8, 4096, 4096},    {16, 4096, 14336},
+                                   {1, 128256, 4096}, {512, 4096, 4096},  {512, 14336, 4096}, {2048, 4096, 4096},
+                                   {4096, 11008, 4096}, {4096, 4096, 4096}, {8192, 8192, 8192}};
+// The decode/tile boundaries, swept only.
+const gemm_shape boundary_shapes[] = {{4, 4096, 4096}, {17, 4096, 4096}, {32, 4096, 4096}, {64, 4096, 4096}};
+
+/// Candidates of the sweep for one shape: variations of the default's kernel
+/// (tile, K split, rows and columns per invocation), and the other kernels
+/// that could serve the shape class.
+std::vector<vulkan::gemm_config> sweep_candidates(const vulkan::device_info& d, dtype dt, const gemm_shape& sh) {
+  using vulkan::gemm_config;
+  using vulkan::gemm_kernel;
+  std::vector<gemm_config> out;
+  auto add = [&](gemm_config c) {
+    if (!vulkan::gemm_config_check(d, dt, c).empty()) return;
+    for (const auto& o : out)
+      if (o.str() == c.str()) return;
+    out.push_back(c);
+  };
+  const auto m = static_cast<std::uint64_t>(sh.m);
+  const gemm_config g = vulkan::gemv_default_config(dt, m, static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+  if (m <= 16) {
+    for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u, 32u, 64u}) {
+      gemm_config c = g;
+      c.splits = s;
+      add(c);
+    }
+    // columns per invocation, lanes per column group, rows per lane per step, subgroups
+    for (auto [tn, kl, bk, w] : std::initializer_list<std::array<std::uint32_t, 4>>{
+             {4, 1, 8, 8}, {4, 2, 8, 8}, {4, 4, 4, 8}, {4, 4, 8, 8}, {4, 4, 16, 8}, {4, 8, 8, 8}, {4, 4, 8, 4},
+             {8, 4, 8, 8}, {8, 2, 8, 8}, {4, 4, 8, 16}}) {
+      gemm_config c = g;
+      c.tn = tn, c.bk = bk, c.warps = w, c.bn = 32 * w / kl * tn;
+      add(c);
+    }
+  } else if (m <= 32) {  // gemv past its class: two workgroup rows of 16, or one of 32
+    for (std::uint32_t s : {4u, 8u, 16u}) {
+      gemm_config c = g;
+      c.splits = s;
+      add(c);
+      add({gemm_kernel::gemv, 32, 256, 4, 0, 4, 8, 0, 0, s});
+    }
+  }
+  {
+    const bool coop = dt == dtype::f16 && vulkan::coopmat_f16_available(d);
+    std::vector<gemm_config> tiles;
+    if (coop)
+      tiles = {{gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, 1}, {gemm_kernel::coopmat_f16, 128, 128, 16, 0, 0, 8, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 64, 128, 32, 0, 0, 4, 2, 8, 1},  {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 128, 256, 32, 0, 0, 8, 2, 8, 1}, {gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 0, 1}, {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 4, 1},
+               {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 16, 1}};
+    else
+      tiles = {{gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},  {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 64, 128, 8, 4, 8, 8, 2, 8, 1},   {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 256, 8, 8, 16, 8, 2, 8, 1}, {gemm_kernel::tiled, 256, 128, 8, 16, 8, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 128, 16, 8, 8, 8, 2, 8, 1}, {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 0, 1}};
+    for (const auto& t : tiles) {
+      if (t.bm > 2 * std::max<std::uint64_t>(m, 16)) continue;
+      const std::uint64_t n_tiles = ((m + t.bm - 1) / t.bm) * ((static_cast<std::uint64_t>(sh.n) + t.bn - 1) / t.bn);
+      for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) {
+        if (s > 1 && n_tiles * s > 1024) break;  // splitting a full grid
+        gemm_config c = t;
+        c.splits = s;
+        add(c);
+      }
+    }
+  }
+  return out;
+}
+
+/// One shape in one dtype on a fresh context: the default config (a RESULT
+/// row; for M <= 16 also GB/s of B), then with `sweep` every candidate.
+template <class T>
+void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
+  vulkan::context ctx;
+  const dtype d = dtype_of<T>();
+  gemm_problem<T> p(ctx, sh.m, sh.n, sh.k);
+  const double flop = 2.0 * sh.m * sh.n * sh.k, b_bytes = static_cast<double>(sh.k) * sh.n * sizeof(T);
+  const std::string name = std::string("gemm_") + dt_name + "_" + sh.name();
+  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;
+  auto time_cfg = [&](const vulkan::gemm_config& cfg, double* err, double warm_ms) {
+    // Scratch of a split gemm is held per recorded call: cap the calls at 1 GiB of it.
+    const double scratch = 4.0 * vulkan::gemm_splits_used(cfg, static_cast<std::uint64_t>(sh.k)) * sh.m * sh.n;
+    const int max_reps = static_cast<int>(std::min(2000.0, (1 << 30) / std::max(scratch, 1.0)));
+    // The default gets 0.2 s of warm-up; the candidates after it 0.1 s (the GPU is warm by then).
+    const double ms = per_call_ms(ctx, [&](vulkan::stream& s) {
+      vulkan::record_gemm(s, d, cfg, sh.m, sh.n, sh.k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+    }, max_reps, warm_ms);
+    *err = p.check(false);
+    return ms;
+  };
+  const auto dflt = vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(sh.m), static_cast<std::uint64_t>(sh.n),
+                                          static_cast<std::uint64_t>(sh.k));
+  double err = 0;
+  const double ms = time_cfg(dflt, &err, 200);
+  std::printf("  %s default: %s; %.4f ms, %.2f TFLOP/s, B %.0f GB/s; sampled error %.2e (%s)\n", name.c_str(),
+              dflt.str().c_str(), ms, flop / (ms * 1e-3) / 1e12, b_bytes / (ms * 1e-3) / 1e9, err, err <= tol ? "ok" : "FAIL");
+  result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+  if (sh.m <= 16) result(name + "_B", ms, b_bytes / (ms * 1e-3) / 1e9, "GB/s");
+  if (!sweep) return;
+  double best = ms;
+  std::string best_cfg = dflt.str() + " (default)";
+  for (const auto& c : sweep_candidates(ctx.info(), d, sh)) {
+    if (c.str() == dflt.str()) continue;
+    const double t = time_cfg(c, &err, 100);
+    std::printf("SWEEP %s %-62s %9.4f ms %8.2f TFLOP/s %7.0f GB/s %s\n", name.c_str(), c.str().c_str(), t,
+                flop / (t * 1e-3) / 1e12, b_bytes / (t * 1e-3) / 1e9, err <= tol ? "ok" : "WRONG");
+    std::fflush(stdout);
+    if (err <= tol && t < best) best = t, best_cfg = c.str();
+  }
+  std::printf("BEST %s %s %.4f ms (default %.4f ms, %.2fx)\n", name.c_str(), best_cfg.c_str(), best, ms, ms / best);
+  std::fflush(stdout);
+}
+
+// smoke: N, K and the copy 1/16 as large, M of the large shapes too (a
+// CPU implementation's run of the code path, not a measurement).
+void gemm_shapes(bool sweep, bool smoke) {
+  auto scaled = [&](gemm_shape sh) {
+    if (smoke) sh = {sh.m > 64 ? sh.m / 16 : sh.m, sh.n / 16 + 1, sh.k / 16 + 3};
+    return sh;
+  };
+  {  // bandwidth reference: 256 MiB copy, bytes read + written
+    vulkan::context ctx;
+    const index_t r = smoke ? 2048 : 8192;
+    vulkan::device_tensor<float> x(ctx, {r, r}), y(ctx, {r, r});
+    x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+    const double ms = per_call_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); }, 100);
+    result("copy_256MiB", ms, 2.0 * r * r * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  }
+  auto both = [&](const gemm_shape& sh) {
+    shape_case<float>(sh, "f32", sweep);
+    shape_case<half>(sh, "f16", sweep);
+  };
+  for (const auto& sh : model_shapes)
+    if (!sweep || sh.m < 8192) both(scaled(sh));
+  if (!sweep || smoke) return;
+  for (const auto& sh : boundary_shapes) both(sh);
+  // The f16 4096x11008x4096 case again, on a context that first ran the
+  // other f16 shapes and still holds their memory (as in a long benchmark
+  // process): is a slowdown there the kernel's or the memory's?
+  vulkan::context ctx;
+  std::deque<gemm_problem<half>> held;
+  for (const auto& sh : model_shapes) {
+    if (sh.n == 11008 || sh.m == 8192) continue;
+    held.emplace_back(ctx, sh.m, sh.n, sh.k);
+    auto& p = held.back();
+    const auto cfg = vulkan::knobs<>::gemm(ctx.info(), dtype::f16, static_cast<std::uint64_t>(sh.m),
+                                           static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+    vulkan::stream s(ctx);
+    vulkan::record_gemm(s, dtype::f16, cfg, sh.m, sh.n, sh.k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+    s.run();
+  }
+  gemm_problem<half> p(ctx, 4096, 11008, 4096);
+  const auto cfg = vulkan::knobs<>::gemm(ctx.info(), dtype::f16, 4096, 11008, 4096);
+  const double ms = per_call_ms(ctx, [&](vulkan::stream& s) {
+    vulkan::record_gemm(s, dtype::f16, cfg, 4096, 11008, 4096, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+  }, 100);
+  const double err = p.check(false);
+  std::printf("SWEEP gemm_f16_4096x11008x4096_after_other_shapes %s %.4f ms %.2f TFLOP/s %s\n", cfg.str().c_str(), ms,
+              2.0 * 4096 * 11008 * 4096 / (ms * 1e-3) / 1e12, err <= 2e-3 ? "ok" : "WRONG");
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +382,10 @@ int main(int argc, char** argv) {
   std::printf("%s", vulkan::devices_text().c_str());
   std::printf("using: %s; NV coopmat 16x16x16 f16: %s\n", ctx.info().name.c_str(),
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
+  if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
+    gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
   if (mode == "--sweep-mem") {
     mem_sweep(ctx);
     return 0;
@@ -185,7 +408,9 @@ int main(int argc, char** argv) {
   }
 
   if (sweep) {
-    for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f32)) gemm_case<float>(ctx, "f32", 4096, &c);
+    // gemv is for a few rows (it reads B once per workgroup row): --gemm-sweep times it.
+    for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f32))
+      if (c.kernel != vulkan::gemm_kernel::gemv) gemm_case<float>(ctx, "f32", 4096, &c);
     if (ctx.info().storage_16bit)
       for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f16))
         if (c.kernel == vulkan::gemm_kernel::coopmat_f16) gemm_case<half>(ctx, "f16", 4096, &c);

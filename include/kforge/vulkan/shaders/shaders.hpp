@@ -9,6 +9,8 @@
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
+#include "kforge/vulkan/shaders/gemm_gemv.hpp"
+#include "kforge/vulkan/shaders/gemm_splitk.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
 #include "kforge/vulkan/shaders/rope.hpp"
