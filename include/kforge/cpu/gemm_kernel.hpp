@@ -87,13 +87,15 @@ struct gemm_epilogue {
 
 // ---- micro-kernel ------------------------------------------------------------
 
-/// Writes an accumulator tile to f32 C as F(alpha·acc + beta·C + bias) while
-/// it is in registers (C is not read when beta == 0): the activation runs on
-/// whole registers with cpu/vmath.hpp's functions, so a fused epilogue costs
-/// its arithmetic and no extra pass over the tile.
-template <fn F, class S, int MR, int NV>
-KFORGE_CPU_INLINE void store_tile(typename S::reg (&acc)[MR][NV], float* __restrict c, index_t ldc, float alpha,
-                                  float beta, const float* bias_c, const float* bias_r, float slope) {
+/// Writes an accumulator tile to f32 C as F(alpha·acc + beta·C + bias) (C
+/// not read when beta == 0), one register at a time: the activation runs on
+/// whole registers with cpu/vmath.hpp's functions, between the load of the
+/// accumulator and the one store to C, so a fused epilogue costs its
+/// arithmetic and no extra pass over C. `acc` is the micro-kernel's
+/// accumulator array, or its copy in a stack tile (Tile = const float*).
+template <fn F, class S, int MR, int NV, class Tile>
+KFORGE_CPU_INLINE void store_tile(Tile acc, float* __restrict c, index_t ldc, float alpha, float beta,
+                                  const float* bias_c, const float* bias_r, float slope) {
   using reg = typename S::reg;
   constexpr int W = S::width;
   const reg va = S::set1(alpha), vb = S::set1(beta);
@@ -102,13 +104,27 @@ KFORGE_CPU_INLINE void store_tile(typename S::reg (&acc)[MR][NV], float* __restr
     float* ci = c + i * ldc;
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) {
-      reg r = S::mul(acc[i][v], va);
+      reg r;
+      if constexpr (std::is_same_v<Tile, const float*>) r = S::load(acc + (i * NV + v) * W);
+      else r = acc[i][v];
+      r = S::mul(r, va);
       if (beta != 0.0f) r = S::fmadd(vb, S::load(ci + v * W), r);
       if (bias_c) r = S::add(r, S::load(bias_c + v * W));
       if (bias_r) r = S::add(r, S::set1(bias_r[i]));
       S::store(ci + v * W, vapply<F>(r, slope));
     }
   }
+}
+
+/// store_tile for an activation, out of line: its polynomial constants
+/// would otherwise compete with the accumulators for registers and make
+/// GCC spill them inside the micro-kernel's K loop. The accumulators reach
+/// it through a 1.5 KiB stack tile that stays in L1 (one store and one load
+/// per register).
+template <fn F, class S, int MR, int NV>
+__attribute__((noinline)) void store_tile_activated(const float* tile, float* c, index_t ldc, float alpha, float beta,
+                                                    const float* bias_c, const float* bias_r, float slope) {
+  store_tile<F, S, MR, NV>(tile, c, ldc, alpha, beta, bias_c, bias_r, slope);
 }
 
 /// acc[MR][NR] = Σ_k a[k·MR + i] · b[k·NR + j] over kc steps, then either
@@ -147,13 +163,22 @@ void microkernel(index_t kc, const float* __restrict a, const float* __restrict 
       for (int v = 0; v < NV; ++v) S::store(c + i * NR + v * W, acc[i][v]);
     return;
   }
+  if (act == fn::identity) return store_tile<fn::identity, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
+  alignas(64) float t[MR * NR];
+#pragma GCC unroll 64
+  for (int i = 0; i < MR; ++i)
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) S::store(t + (i * NV + v) * W, acc[i][v]);
   // The epilogues' activations (epilogue::fused accepts only these).
   switch (act) {
-    case fn::relu: return store_tile<fn::relu, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
-    case fn::leaky_relu: return store_tile<fn::leaky_relu, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
-    case fn::gelu_tanh: return store_tile<fn::gelu_tanh, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
-    case fn::gelu_erf: return store_tile<fn::gelu_erf, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
-    case fn::silu: return store_tile<fn::silu, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::relu: return store_tile_activated<fn::relu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::leaky_relu:
+      return store_tile_activated<fn::leaky_relu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::gelu_tanh:
+      return store_tile_activated<fn::gelu_tanh, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::gelu_erf:
+      return store_tile_activated<fn::gelu_erf, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::silu: return store_tile_activated<fn::silu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
     default: return store_tile<fn::identity, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
   }
 }
