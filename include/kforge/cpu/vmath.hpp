@@ -1,6 +1,7 @@
-// kforge/cpu/vmath.hpp — branch-free float functions written so that GCC and
-// Clang vectorise loops over them (selects instead of branches, bit casts
-// instead of ldexp), plus loads/stores that convert half/bfloat16 rows.
+// kforge/cpu/vmath.hpp — branch-free float functions (selects instead of
+// branches, bit casts instead of ldexp), written once for a float and for a
+// whole SIMD register (cpu/isa.hpp's vector types), plus loads/stores that
+// convert half/bfloat16 rows.
 //
 // Accuracy (measured against glibc over ±[1e-6, 100], tests/cpu_ops.cpp):
 // exp ≤ 2 ulp (Cephes polynomial after Cody–Waite reduction), tanh ≤ 3 ulp
@@ -55,18 +56,32 @@ KFORGE_CPU_INLINE V vcopysign(V mag, V sgn) {
   return std::bit_cast<V>((std::bit_cast<I>(mag) & 0x7fffffff) | (std::bit_cast<I>(sgn) & static_cast<std::int32_t>(0x80000000u)));
 }
 
+/// min(max(x, lo), hi), NaN kept: one max and one min on registers (the
+/// x86 instructions return their second operand when either is NaN), two
+/// selects on floats.
+template <class V>
+KFORGE_CPU_INLINE V vclamp(V x, float lo, float hi) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<V, f32x16>) return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), x));
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<V, f32x8>) return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), x));
+#endif
+  V y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
+
 template <class V>
 KFORGE_CPU_INLINE V vexp(V x) {
   using I = typename int_lanes<V>::type;
   constexpr float hi = 88.72283f, lo = -87.33654f;
-  V xc = x < lo ? lo : x;
-  xc = xc > hi ? hi : xc;
+  const V xc = vclamp(x, lo, hi);
   // Round to nearest by adding and subtracting 1.5·2^23 (exact for |v| < 2^22;
   // std::floor is a libm call unless -fno-trapping-math, which blocks
   // vectorisation).
   constexpr float round_magic = 12582912.0f;
   V n = (xc * 1.44269504088896341f + round_magic) - round_magic;
-  n = xc != xc ? 0.0f : n;
+  n = xc != xc ? 0.0f : n;  // NaN: any finite n, the result is NaN through p
   V r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
   V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
@@ -100,8 +115,7 @@ KFORGE_CPU_INLINE V vtanh(V x) {
 
 template <class V>
 KFORGE_CPU_INLINE V verf(V a) {
-  V x = a > 4.0f ? 4.0f : a;
-  x = x < -4.0f ? -4.0f : x;
+  const V x = vclamp(a, -4.0f, 4.0f);
   const V x2 = x * x;
   V p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
   p = p * x2 + -2.10102402082508e-06f;
@@ -139,9 +153,16 @@ KFORGE_CPU_INLINE V vapply(V x, [[maybe_unused]] float slope) {
   else return -x;
 }
 
+/// v[i] = F(v[i]) for i < n, a whole register at a time. (GCC does not
+/// vectorise the scalar loop: the selects stay branches under its default
+/// -ftrapping-math, "control flow in loop".)
 template <fn F>
 inline void apply_n(float* __restrict v, std::int64_t n, float slope) {
-  for (std::int64_t i = 0; i < n; ++i) v[i] = vapply<F>(v[i], slope);
+  using S = simd_native;
+  constexpr int W = S::width;
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) S::store(v + i, vapply<F>(S::load(v + i), slope));
+  for (; i < n; ++i) v[i] = vapply<F>(v[i], slope);
 }
 
 /// v[i] = f(v[i]) for the run-time activation f (a gemm/conv2d epilogue).
