@@ -166,10 +166,13 @@ int main(int argc, char** argv) {
   for (long n : o.sizes) shapes.push_back({n, n, n});
   for (long m : o.skinny) shapes.push_back({m, 4096, 4096});
 
-  std::printf("# bench_gemm_calls scenario=%s calls=%d%s isa=%s threaded=\"%s\" loadavg=\"%s\"\n", o.scenario.c_str(),
-              o.calls, o.scenario == "gap" ? (" gap_us=" + std::to_string(o.gap_us)).c_str() : "",
-              kforge::cpu::isa_name(), kforge::cpu::microkernel_name<kforge::policy::threaded<>>().c_str(),
-              load_average().c_str());
+  std::printf(
+      "# bench_gemm_calls scenario=%s calls=%d%s isa=%s threaded=\"%s\" spin_us=%lld parallel_min_flops=%.0f "
+      "loadavg=\"%s\"\n",
+      o.scenario.c_str(), o.calls, o.scenario == "gap" ? (" gap_us=" + std::to_string(o.gap_us)).c_str() : "",
+      kforge::cpu::isa_name(), kforge::cpu::microkernel_name<kforge::policy::threaded<>>().c_str(),
+      static_cast<long long>(kforge::cpu::spin_before_sleep().count()), kforge::cpu::detail::gemm_parallel_min_flops(),
+      load_average().c_str());
   std::printf("%-16s %-9s %10s %10s %10s %10s %9s %8s\n", "shape", "peer", "first_us", "median_us", "p90_us", "max_us",
               "GFLOP/s", "p90/med");
   std::srand(1);

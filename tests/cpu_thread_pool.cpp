@@ -2,13 +2,15 @@
 // every task runs exactly once for 1, 2 and more threads than cores; a call
 // completes while a worker is held away from it (a descheduled worker); a
 // call after idle wakes the sleeping workers; exceptions, nested and
-// concurrent calls; threaded gemm with 1, 2 and 9 threads and after idle,
+// concurrent calls; threaded gemm with 1, 2 and 9 threads, after idle and
+// on both sides of the size threshold below which the caller works alone,
 // checked against the Eigen reference. No timing is asserted: a wait that
 // could hang is bounded and fails the test instead.
 #include "cpu_check.hpp"
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -89,18 +91,19 @@ TEST_CASE("thread pool: a call completes while its worker is held away (a desche
 }
 
 TEST_CASE("thread pool: the first call after idle wakes the sleeping workers") {
-  thread_pool::instance().run_tasks(2, 2, [](std::int64_t) {});
+  thread_pool& pool = thread_pool::instance();
+  pool.run_tasks(2, 2, [](std::int64_t) {});
+  // Idle longer than the spin: every worker goes to sleep on the futex.
+  auto all_asleep = [&] { return pool.workers() > 0 && pool.sleeping() == pool.workers(); };
+  REQUIRE(eventually(all_asleep));
   const std::int64_t sleeps = hooks::worker_sleeps().load();
-  // Idle longer than the spin: the workers go to sleep on the futex.
-  REQUIRE(eventually([&] { return hooks::worker_sleeps().load() > sleeps; }));
-  std::this_thread::sleep_for(3 * kforge::cpu::spin_before_sleep);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<2>>>(257, 190, 300, 3);
   // A job whose task 0 waits until a worker has run a task can only finish
   // if a sleeping worker is woken by it.
-  std::this_thread::sleep_for(3 * kforge::cpu::spin_before_sleep);
+  REQUIRE(eventually(all_asleep));
   const auto caller = std::this_thread::get_id();
   std::atomic<bool> worker_ran{false}, gave_up{false};
-  thread_pool::instance().run_tasks(2, 2, [&](std::int64_t) {
+  pool.run_tasks(2, 2, [&](std::int64_t) {
     if (std::this_thread::get_id() != caller) {
       worker_ran.store(true);
       return;
@@ -109,6 +112,8 @@ TEST_CASE("thread pool: the first call after idle wakes the sleeping workers") {
   });
   CHECK(worker_ran.load());
   CHECK_FALSE(gave_up.load());
+  // The workers did go to sleep after each call, and were woken.
+  CHECK(hooks::worker_sleeps().load() > sleeps);
 }
 
 TEST_CASE("thread pool: exceptions, nested calls and concurrent callers") {
@@ -158,4 +163,34 @@ TEST_CASE("threaded gemm with 1, 2 and 9 threads matches the Eigen reference") {
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(13, 2000, 150, 13);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(2000, 13, 150, 14);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(4, 3000, 500, 15);
+}
+
+TEST_CASE("threaded gemm: the caller runs alone below the size threshold, the pool's threads from just above it") {
+  namespace cd = kforge::cpu::detail;
+  const double min_flops = cd::gemm_parallel_min_flops();
+  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) CHECK(min_flops == 2.0 * 128 * 128 * 128 + 1);
+  // The decision, on each side of the boundary (any dimension tips it).
+  auto expect = [&](index_t m, index_t n, index_t k, int nt) {
+    return 2.0 * static_cast<double>(m * n * k) < min_flops ? 1 : nt;
+  };
+  for (const auto& s : {shape{127, 128, 128}, shape{128, 128, 128}, shape{129, 128, 128}, shape{128, 128, 129},
+                        shape{64, 4096, 4}, shape{64, 4096, 9}, shape{300, 300, 300}})
+    for (int nt : {1, 2, 9}) {
+      INFO(s[0] << "x" << s[1] << "x" << s[2] << ", " << nt << " threads");
+      CHECK(cd::gemm_threads(s[0], s[1], s[2], nt) == expect(s[0], s[1], s[2], nt));
+    }
+
+  using two = policy::threaded<policy::blocked<>, policy::threads<2>>;
+  thread_pool::instance().run_tasks(2, 2, [](std::int64_t) {});  // the worker exists
+  // Below the threshold no pool job is published: the worker runs no task.
+  if (cd::gemm_threads(128, 128, 128, 2) == 1) {
+    const std::int64_t before = hooks::worker_tasks().load();
+    check_gemm<two>(128, 128, 128, 20);
+    check_gemm<two>(127, 128, 128, 21);
+    CHECK(hooks::worker_tasks().load() == before);
+  }
+  // Just above it the same call goes through the pool; the results match.
+  check_gemm<two>(129, 128, 128, 22);
+  check_gemm<two>(128, 128, 129, 23);
+  check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(129, 131, 128, 24);
 }

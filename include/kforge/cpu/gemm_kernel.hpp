@@ -285,9 +285,34 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
 
 // ---- the driver -----------------------------------------------------------------
 
-/// Problems below this many flops run on the calling thread alone: see the
-/// comment at its use for where the number was measured.
-inline constexpr double gemm_parallel_min_flops = 2.0 * 128 * 128 * 128 + 1;
+/// A packed gemm of fewer flops than this runs on the calling thread alone:
+/// KFORGE_GEMM_PARALLEL_MIN_FLOPS if set (0 = always use the pool's
+/// threads), else 2·128³ + 1, i.e. up to 128³ the caller works alone. Where
+/// the default came from: with the pool's threads awake, two threads lose to
+/// one only while the call is about as short as handing a task over; after
+/// idle (a sleeping worker) the caller starts at once and a late worker
+/// only joins, so the loss is the futex wake-up and the split's tail.
+/// bench/cpu_calls.sh's threshold scenario times policy::threaded with the
+/// threshold off beside policy::blocked (one thread) at n = 32…384, first
+/// calls and 1 ms gaps; the crossover it finds is in docs/PERFORMANCE.md.
+inline double gemm_parallel_min_flops() {
+  static const double v = [] {
+    if (const char* e = std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) {
+      char* end = nullptr;
+      const double x = std::strtod(e, &end);
+      if (end != e && *end == 0 && x >= 0) return x;
+    }
+    return 2.0 * 128 * 128 * 128 + 1;
+  }();
+  return v;
+}
+
+/// Threads a packed m×n×k gemm runs on, given the policy's count: one below
+/// gemm_parallel_min_flops(), else nthreads.
+inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1));
+  return flops < gemm_parallel_min_flops() ? 1 : std::max(1, nthreads);
+}
 
 /// Packed B of one (jc, K super-block) step is at most this many floats
 /// (16 MiB, half the L3 of the development machine): one packing job then
@@ -320,10 +345,7 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
   const index_t ncmax = std::min<index_t>(NC, (n + NR - 1) / NR * NR);
   const index_t kslabs = std::max<index_t>(1, (k + KC - 1) / KC);  // KC steps (one when k == 0)
   const index_t slabs_per_super = std::clamp<index_t>(gemm_packed_b_floats / (KC * ncmax), 1, kslabs);
-  // Below the threshold one thread: the call is over before a sleeping
-  // worker would have woken up.
-  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1));
-  const int nt = flops < gemm_parallel_min_flops ? 1 : std::max(1, nthreads);
+  const int nt = gemm_threads(m, n, k, nthreads);
   float* work = nullptr;
   index_t ldw = 0;
   if constexpr (!std::is_same_v<T, float>) {

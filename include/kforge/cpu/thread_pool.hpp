@@ -10,10 +10,10 @@
 //   - a worker that is descheduled (another process holds its core) holds
 //     at most the one task it is running, not a fixed share of the call;
 //   - the call returns when every task has finished.
-// Idle workers spin for `spin_before_sleep` after their last task (a call
-// that follows within it starts on all threads without a futex wake-up),
-// yielding the core while they spin, then sleep on a futex: an idle process
-// burns no core.
+// Idle workers spin for spin_before_sleep() (2 ms) after their last task (a
+// call that follows within it starts on all threads without a futex
+// wake-up), yielding the core while they spin, then sleep on a futex: an idle
+// process burns no core.
 //
 // A call made from inside a task, or while another thread owns the pool, runs
 // its tasks serially on the calling thread. An exception thrown by a task is
@@ -58,15 +58,28 @@ inline int default_num_threads() {
 }
 
 /// How long an idle worker spins before it sleeps, and how long a caller
-/// spins for the last running tasks before it sleeps. A futex wake-up of a
-/// sleeping worker took 30–60 µs (median) on the 2-core Zen 5 KVM guest,
-/// and up to ~1 ms in the slowest decile, after the vCPU had halted
-/// (bench_gemm_calls --scenario gap, docs/PERFORMANCE.md); 2 ms covers calls
-/// made 1 ms apart and costs an idle process at most 2 ms of one core
-/// after its last call (OpenBLAS 0.3.21 spins ~100 ms, libgomp ~0.3 s by
-/// default). While spinning, a worker yields its core every ~20 µs, so it
-/// does not hold a core that another thread is ready to run on.
-inline constexpr std::chrono::microseconds spin_before_sleep{2000};
+/// spins for the last running tasks before it sleeps: KFORGE_POOL_SPIN_US
+/// (microseconds, 0 = sleep at once) if set, else 2000 µs. Why 2 ms: it
+/// covers the issue-14 scenario of calls made 1 ms apart with room for the
+/// call itself, so such calls find the workers awake, and it costs an idle
+/// process at most 2 ms of one core after its last call (OpenBLAS 0.3.21's
+/// threads wait 2^28 TSC cycles, ~0.1 s, before sleeping; libgomp spins
+/// 300,000 times by default, GOMP_SPINCOUNT). What a futex wake-up
+/// costs instead is measured by bench/cpu_calls.sh (the gap scenario with
+/// KFORGE_POOL_SPIN_US=0 beside the default; docs/PERFORMANCE.md). While
+/// spinning, a thread yields its core every ~20 µs, so it does not hold a
+/// core that another thread is ready to run on.
+inline std::chrono::microseconds spin_before_sleep() {
+  static const std::chrono::microseconds us = [] {
+    if (const char* e = std::getenv("KFORGE_POOL_SPIN_US")) {
+      char* end = nullptr;
+      const long v = std::strtol(e, &end, 10);
+      if (end != e && *end == 0 && v >= 0) return std::chrono::microseconds(v);
+    }
+    return std::chrono::microseconds(2000);
+  }();
+  return us;
+}
 
 namespace detail {
 /// Test seam (tests/cpu_thread_pool.cpp). While hold() is true, a worker that
@@ -110,6 +123,10 @@ class thread_pool {
 
   /// Number of worker threads created so far (the caller is not counted).
   int workers() const { return static_cast<int>(workers_.size()); }
+
+  /// Workers asleep on the futex (or past their spin and about to sleep):
+  /// the next call has to wake them.
+  int sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
 
   /// Runs f(task) for every task in [0, ntasks) on up to nthreads threads
   /// (the caller is one of them) and returns when all have finished.
@@ -193,13 +210,13 @@ class thread_pool {
     return flag;
   }
 
-  /// Spins until pred() holds or spin_before_sleep has passed, yielding the
+  /// Spins until pred() holds or spin_before_sleep() has passed, yielding the
   /// core every 20 µs; returns whether pred() held.
   template <class P>
   static bool spin(P&& pred) {
     using clk = std::chrono::steady_clock;
     const auto start = clk::now();
-    const auto until = start + spin_before_sleep;
+    const auto until = start + spin_before_sleep();
     auto next_yield = start + std::chrono::microseconds(20);
     for (int i = 1;; ++i) {
       if (pred()) return true;
