@@ -15,9 +15,8 @@
 //
 // Bounds: Q and V panels are zero-padded to whole tiles, padded score
 // columns are -inf (p = 0), padded query rows are computed and dropped.
-// Threads take (batch, head, query block) items interleaved, so causal
-// blocks of unequal cost spread evenly; a thread re-packs K/V only when its
-// next item is another head.
+// Threads claim (batch, head, query-block group) tasks dynamically, so causal
+// blocks of unequal cost spread over the threads that are running.
 #pragma once
 
 #include <algorithm>
@@ -45,12 +44,17 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
   if (B * H * SQ * DV == 0) return;
   const index_t lpad = (L + NR - 1) / NR * NR, dvpad = (DV + NR - 1) / NR * NR;
   const index_t nblk_q = (SQ + BR - 1) / BR, nblk_k = (L + BC - 1) / BC;
-  const index_t items = B * H * nblk_q;
   constexpr float ninf = -std::numeric_limits<float>::infinity();
 
   auto head = [](const tensor_view<const T>& v, index_t b, index_t h) { return v.data + b * v.stride(0) + h * v.stride(1); };
 
-  auto body = [&](int tid, int nt) {
+  // Tasks: (batch, head, group of consecutive query blocks), claimed
+  // dynamically; a head is cut into groups only when there are fewer heads
+  // than 8 tasks per thread (K/V are packed once per task).
+  const index_t heads = B * H;
+  const index_t want = nthreads > 1 ? index_t{8} * nthreads : 1;
+  const index_t groups = std::clamp<index_t>((want + heads - 1) / heads, 1, nblk_q);
+  auto body = [&](std::int64_t task) {
     float* kp = scratch<tag_attn_k>(static_cast<std::size_t>(std::max<index_t>(D, 1) * lpad));
     float* vp = scratch<tag_attn_v>(static_cast<std::size_t>(nblk_k * BC * dvpad + 1));
     float* qp = scratch<tag_attn_q>(static_cast<std::size_t>(BR * std::max<index_t>(D, 1)));
@@ -58,8 +62,10 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
     float* pp = scratch<tag_attn_p>(static_cast<std::size_t>(BR * BC));
     float* acc = scratch<tag_attn_o>(static_cast<std::size_t>(BR * dvpad));
     float m[BR], l[BR];
-    index_t packed = -1;
-    for (index_t it = tid; it < items; it += nt) {
+    index_t packed = -1, q0, q1;
+    split_range(nblk_q, static_cast<int>(task % groups), static_cast<int>(groups), q0, q1);
+    const index_t first_item = task / groups * nblk_q;
+    for (index_t it = first_item + q0; it < first_item + q1; ++it) {
       const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H;
       const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0);
       T* o = g.o.data + b * g.o.stride(0) + h * g.o.stride(1);
@@ -156,7 +162,7 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
   };
   // One item is BR·L·(D + Dv)·2 flops; below ~1 MFLOP in total stay on one thread.
   const double flops = 2.0 * static_cast<double>(B * H * SQ) * static_cast<double>(L) * static_cast<double>(D + DV);
-  thread_pool::instance().run(flops < 1e6 ? 1 : static_cast<int>(std::min<index_t>(nthreads, items)), body);
+  thread_pool::instance().run_tasks(flops < 1e6 ? 1 : nthreads, heads * groups, body);
 }
 
 }  // namespace kforge::cpu::detail
