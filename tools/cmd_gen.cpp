@@ -24,9 +24,9 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
   const std::string file = values.at("kernel");
   std::string glsl;
   try {
-    glsl = gen::read_text(file);
+    glsl = gen::read_kernel_source(file);
   } catch (const std::exception& e) {
-    std::cerr << "kforge: cannot read kernel '" << file << "'\n";
+    std::cerr << "kforge: " << e.what() << "\n";
     return 2;
   }
   const std::vector<problem> shapes{p, gen::held_out_problem(p)};
