@@ -9,6 +9,9 @@
 // checked on 64 sampled outputs against a double-precision dot product, and
 // the check is printed (a fast wrong kernel must not pass unnoticed).
 //
+// `--attention` times the f16 attention cases of issue 11 instead (prefill,
+// GQA, decode; bench/h100_attention.sh runs them beside
+// bench/torch_attention.py), `--attention-sweep` also every coopmat tiling.
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
 // printing each config before it runs; `--sweep-f32` times f32 tiled configs
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
@@ -46,15 +49,26 @@
 using namespace kforge;
 
 namespace {
+// `per_call`: dispatches one record() makes (a call's time is their sum).
+// `warm_s`: replay the stream for this long first, so that a GPU that idled
+// through a pipeline compile is back at its clock before the timed run
+// (PERFORMANCE.md records run-to-run spreads of 2× on the H100).
 template <class F>
-double median_ms(vulkan::context& ctx, F&& record, int reps = 10) {
+double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t per_call = 1, double warm_s = 0) {
   vulkan::stream s(ctx);
   for (int i = 0; i < reps + 3; ++i) record(s);
   s.run();
+  for (const auto t0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warm_s;)
+    s.run();
   s.run();
   auto t = s.timings();
   std::vector<double> v;
-  for (std::size_t i = 3; i < t.size(); ++i) v.push_back(t[i].ms);
+  for (std::size_t i = 3 * per_call; i + per_call <= t.size(); i += per_call) {
+    double ms = 0;
+    for (std::size_t j = 0; j < per_call; ++j) ms += t[i + j].ms;
+    v.push_back(ms);
+  }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
@@ -375,6 +389,118 @@ void gemm_shapes(bool sweep, bool smoke) {
 }
 }  // namespace
 
+// ---- attention (issue 11) ---------------------------------------------------
+// f16 prefill (causal, S = L = 4096, D 64 / 128, 32 query heads over 32 or 8
+// KV heads), decode (S = 1, L 4096 / 32768, D 128, 32 over 8) and B8 H16
+// S2048 D64; prefill rates in TFLOP/s over the query-key pairs computed,
+// decode in GB/s of K and V read once. Each case checks four query rows
+// (first and last head and position) against a double-precision reference.
+struct attention_case {
+  const char* name;
+  index_t b, h, hkv, s, l, d;
+  bool causal;
+};
+
+double attention_check(const attention_case& c, const std::vector<half>& hq, const std::vector<half>& hk,
+                       const std::vector<half>& hv, const std::vector<half>& ho) {
+  const index_t g = c.h / c.hkv;
+  double worst = 0;
+  for (index_t bh : {index_t{0}, c.b * c.h - 1})
+    for (index_t row : {index_t{0}, c.s - 1}) {
+      const index_t b = bh / c.h, hh = bh % c.h, kv = b * c.hkv + hh / g;
+      const index_t n = c.causal ? std::min(c.l, row + 1) : c.l;
+      std::vector<double> sc(static_cast<std::size_t>(n));
+      double mx = -1e300, sum = 0;
+      for (index_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (index_t e = 0; e < c.d; ++e)
+          dot += double(float(hq[(bh * c.s + row) * c.d + e])) * double(float(hk[(kv * c.l + j) * c.d + e]));
+        sc[static_cast<std::size_t>(j)] = dot / std::sqrt(double(c.d));
+        mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
+      }
+      for (auto& x : sc) sum += (x = std::exp(x - mx));
+      for (index_t e = 0; e < c.d; ++e) {
+        double ref = 0;
+        for (index_t j = 0; j < n; ++j) ref += sc[static_cast<std::size_t>(j)] / sum * double(float(hv[(kv * c.l + j) * c.d + e]));
+        const double got = double(float(ho[(bh * c.s + row) * c.d + e]));
+        worst = std::max(worst, std::isnan(got) ? 1e30 : std::fabs(got - ref));
+      }
+    }
+  return worst;
+}
+
+void attention_cases(vulkan::context& ctx, bool sweep) {
+  const attention_case cases[] = {
+      {"attention_f16_causal_b1h32s4096d64", 1, 32, 32, 4096, 4096, 64, true},
+      {"attention_f16_causal_b1h32kv8s4096d64", 1, 32, 8, 4096, 4096, 64, true},
+      {"attention_f16_causal_b1h32s4096d128", 1, 32, 32, 4096, 4096, 128, true},
+      {"attention_f16_causal_b1h32kv8s4096d128", 1, 32, 8, 4096, 4096, 128, true},
+      {"attention_f16_decode_b1h32kv8l4096d128", 1, 32, 8, 1, 4096, 128, false},
+      {"attention_f16_decode_b1h32kv8l32768d128", 1, 32, 8, 1, 32768, 128, false},
+      {"attention_f16_b8h16s2048d64", 8, 16, 16, 2048, 2048, 64, false},
+  };
+  const std::vector<vulkan::attention_coopmat_config> tilings = {
+      {4, 1, 32}, {4, 1, 64}, {4, 2, 32}, {4, 2, 64}, {8, 1, 32}, {8, 1, 64}, {8, 2, 32}};
+  for (const auto& c : cases) {
+    const shape qs{c.b, c.h, c.s, c.d}, ks{c.b, c.hkv, c.l, c.d};
+    const auto hq = random_host<half>(static_cast<std::size_t>(qs.numel()), 41);
+    const auto hk = random_host<half>(static_cast<std::size_t>(ks.numel()), 42);
+    const auto hv = random_host<half>(static_cast<std::size_t>(ks.numel()), 43);
+    vulkan::device_tensor<half> q(ctx, qs), k(ctx, ks), v(ctx, ks), o(ctx, qs);
+    q.upload(make_view(hq, qs));
+    k.upload(make_view(hk, ks));
+    v.upload(make_view(hv, ks));
+    const vulkan::attention_dims a{c.b, c.h, c.hkv, c.s, c.l, c.d, c.d, c.causal, false};
+    const auto kind = vulkan::attention_kernel_for(ctx.info(), dtype::f16, a);
+    const std::size_t per_call = kind == vulkan::attention_kernel::split && vulkan::attention_split_plan_for(a).nsplit > 1 ? 2 : 1;
+    const double s = static_cast<double>(c.s), l = static_cast<double>(c.l);
+    const double pairs = !c.causal ? s * l : s <= l ? s * (s + 1) / 2 : l * (l + 1) / 2 + (s - l) * l;
+    const double tflop = 4.0 * c.b * c.h * pairs * c.d / 1e12, gb = 2.0 * 2 * c.b * c.hkv * c.l * c.d / 1e9;
+    const bool decode = c.s == 1;
+    auto report = [&](const std::string& what, double ms, bool as_result) {
+      const double err = attention_check(c, hq, hk, hv, o.to_vector());
+      const char* ok = err < 4e-3 ? "ok" : "FAIL";
+      if (as_result) {
+        std::printf("  %s kernel %s: sampled max abs error %.2e (%s)\n", c.name, what.c_str(), err, ok);
+        result(c.name, ms, decode ? gb / (ms * 1e-3) : tflop / (ms * 1e-3), decode ? "GB/s" : "TFLOP/s");
+      } else {
+        std::printf("  sweep %s %s: %.4f ms %.1f %s, error %.2e (%s)\n", c.name, what.c_str(), ms,
+                    decode ? gb / (ms * 1e-3) : tflop / (ms * 1e-3), decode ? "GB/s" : "TFLOP/s", err, ok);
+      }
+      std::fflush(stdout);
+    };
+    op::attention<half> att;
+    att.causal = c.causal;
+    const double ms = median_ms(ctx, [&](vulkan::stream& st) { vulkan::record(st, att, q, k, v, o); }, 10, per_call, 0.3);
+    std::string what(vulkan::to_string(kind));
+    if (kind == vulkan::attention_kernel::coopmat) what += " (" + vulkan::attention_coopmat_default(c.d, c.d).str() + ")";
+    if (kind == vulkan::attention_kernel::split) what += " (" + std::to_string(vulkan::attention_split_plan_for(a).nsplit) + " splits)";
+    report(what, ms, true);
+    if (sweep && kind == vulkan::attention_kernel::split)
+      for (std::uint64_t groups : {128, 256, 512, 1024, 2048}) {
+        const auto plan = vulkan::attention_split_plan_for(a, groups);
+        const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+          vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
+                                   o.ref(), -1, 128, nullptr, &plan);
+        }, 10, plan.nsplit > 1 ? 2 : 1, 0.3);
+        report("split " + std::to_string(plan.nsplit) + " x " + std::to_string(plan.chunk) + " keys", tm, false);
+      }
+    if (!sweep || kind != vulkan::attention_kernel::coopmat) continue;
+    for (const auto& t : tilings) {
+      const std::string why = vulkan::attention_coopmat_check(ctx.info(), dtype::f16, c.d, c.d, t);
+      if (!why.empty()) {
+        std::printf("  sweep %s %s: refused (%s)\n", c.name, t.str().c_str(), why.c_str());
+        continue;
+      }
+      const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+        vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
+                                 o.ref(), 1, 128, &t);
+      }, 10, 1, 0.3);
+      report(t.str(), tm, false);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool sweep = mode == "--sweep";
@@ -384,6 +510,14 @@ int main(int argc, char** argv) {
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
   if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
     gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
+  if (mode == "--attention" || mode == "--attention-sweep") {
+    if (!ctx.info().storage_16bit) {
+      std::printf("attention cases need 16-bit storage\n");
+      return 1;
+    }
+    attention_cases(ctx, mode == "--attention-sweep");
     return 0;
   }
   if (mode == "--sweep-mem") {
