@@ -108,6 +108,7 @@ slice check_slice(const bench_case& c, const std::vector<host_tensor>& full) {
     const index_t heads = fam == "attention" ? c.p.dims[1] : 1;
     s.p.dims[0] = 1;
     if (fam == "attention") s.p.dims[1] = 1;
+    if (fam == "attention" && s.p.dims2.rank() == 2) s.p.dims2[1] = 1;  // its KV head (query head 0 reads KV head 0)
     for (std::size_t i = 0; i + 1 < full.size(); ++i) {
       if (fam == "conv2d" && i > 0) {
         s.in.push_back(full[i]);  // filters, bias
