@@ -1,22 +1,15 @@
 # bench/torch_attention.py — PyTorch peers of `vk_bench --attention`: the same
 # f16 attention cases through F.scaled_dot_product_attention (whichever
 # backend SDPA picks; enable_gqa for grouped KV heads), printed as
-# `RESULT <case> <ms> <rate> <unit>`. CUDA events, median of 10 after 3
-# warm-ups; random inputs in [-1, 1).
+# `RESULT <case> <ms> <rate> <unit>`. CUDA events, median of 10 after
+# 0.25 s of warm-up (bench/torch_timing.py); random inputs in [-1, 1).
 import torch
+
+from torch_timing import med
 
 F = torch.nn.functional
 
 
-def med(f, reps=10):
-    for _ in range(3):
-        f()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 print("torch", torch.__version__, torch.cuda.get_device_name(), flush=True)

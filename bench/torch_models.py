@@ -1,8 +1,7 @@
 # bench/torch_models.py — PyTorch peers of bench/vk_models.cpp: the cases of
 # bench/model_shapes.txt (same names, ops, dtypes and shapes in kforge's SHAPE
 # order), printed as `RESULT <name> <op> <dtype> <ms> <rate> <unit>`.
-# CUDA events, median of 10 after 0.25 s of warm-up (the GPU's clocks ramp
-# up under load: see bench/vk_models.cpp); TF32 off (cuBLAS and cuDNN in
+# CUDA events, median of 10 after 0.25 s of warm-up (bench/torch_timing.py); TF32 off (cuBLAS and cuDNN in
 # true fp32); inputs uniform in [-1, 1]. What each op runs: gemm A @ B (B
 # [K, N]); attention F.scaled_dot_product_attention (is_causal, enable_gqa for
 # K/V with fewer heads); softmax torch.softmax(x, -1); layer_norm and rms_norm
@@ -10,8 +9,9 @@
 # several kernels, as a user runs it); element-wise ops their torch function;
 # copy Tensor.copy_; conv2d F.conv2d (cuDNN).
 import sys
-import time
 import torch
+
+from torch_timing import med
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
@@ -19,18 +19,6 @@ torch.backends.cudnn.benchmark = True
 F = torch.nn.functional
 
 
-def med(f, reps=10, warm_s=0.25):
-    t0 = time.perf_counter()
-    while time.perf_counter() - t0 < warm_s:
-        for _ in range(8):
-            f()
-        torch.cuda.synchronize()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def dims(s):

@@ -3,20 +3,13 @@
 # 10 after 3 warm-ups; TF32 off (cuBLAS true fp32); random inputs.
 import torch
 
+from torch_timing import med
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 F = torch.nn.functional
 
 
-def med(f, reps=10):
-    for _ in range(3):
-        f()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def result(name, ms, rate, unit):
