@@ -1,6 +1,6 @@
 # bench/torch_peers.py — PyTorch peers of bench/vk_bench.cpp: the same cases and
 # shapes, printed as `RESULT <case> <ms> <rate> <unit>`. CUDA events, median of
-# 10 after 3 warm-ups; TF32 off (cuBLAS true fp32); random inputs.
+# 10 after 0.25 s of warm-up (bench/torch_timing.py); TF32 off (cuBLAS true fp32); random inputs.
 import torch
 
 from torch_timing import med
