@@ -62,6 +62,14 @@ Run `kforge <command> --help` for the options of a command.
 Exit codes: 0 ok, 1 validation failed, 2 usage error, 3 environment problem.
 )";
 
+// The --policy autotune paragraph of run, validate and bench.
+const std::string autotune_help =
+    "--policy autotune (or auto): what the tuning cache holds for this problem on this CPU, resolved as\n"
+    "policy::autotune resolves it for host data: the cached winner of the shape bucket; on a miss,\n"
+    "tuned now with KFORGE_AUTOTUNE=1, else the default policy. What it resolved to (policy, knobs,\n"
+    "device, bucket, from the cache or not) is printed first (--json: \"autotune\"). A tuning cache\n"
+    "that does not parse is an error (exit 3) and is left as it is.\n";
+
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> help = {
     {"gen", std::string("usage: kforge gen --op OP --shape SHAPE [--dtype T] [--provider template|replay|openai]\n"
@@ -86,22 +94,28 @@ const std::map<std::string, std::string>& command_help() {
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
                         "Runs the op on the policy (default: threaded if present, else eigen), prints the median\n"
                         "time of N runs (default 5), throughput, and the max error against the Eigen reference.\n"
-                        "Exit 1 if the result is outside the op's tolerance.\n") + op_help()},
+                        "Exit 1 if the result is outside the op's tolerance.\n") + autotune_help + op_help()},
     {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--kernel FILE.comp] [--json]\n\n"
                              "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
                              "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n"
                              "With --kernel FILE.comp the kernel (following docs/KERNEL_CONTRACT.md) goes through the\n"
-                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + op_help()},
+                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + autotune_help + op_help()},
     {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
                           "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
+                          "e.g. --policy autotune,threaded,vulkan after `kforge tune` for the same problem.\n"
+                          "Every row is timed where a program keeps its data: a CPU row is a call on host data (wall\n"
+                          "time); a vulkan row is the kernels on device-resident tensors (uploaded once, warmed up,\n"
+                          "GPU timestamps, median), followed by a vulkan:host_view row (the call on host data: upload +\n"
+                          "kernels + download, wall) and the upload and download times on their own.\n"
                           "Each case also gets its arithmetic intensity, the roofline bound from its device's bandwidth\n"
                           "and peak measured by kforge's probes (once per device, cached in the cache dir: the CPU for\n"
-                          "CPU policies, the Vulkan device for vulkan) and the fraction reached. A vulkan row's median\n"
-                          "is wall time with uploads and downloads; its fraction uses the kernels' GPU time (timestamps,\n"
-                          "gpu_median_ms in --json). --roofline FILE.svg writes one chart with each device's roof and its\n"
-                          "points; --remeasure-roofline probes again (do it on an idle machine: the probes use every\n"
-                          "core, or the whole GPU).\n") + op_help()},
+                          "CPU policies, the Vulkan device for vulkan) and the fraction reached (a vulkan row: by its\n"
+                          "kernels' time; its host-view fraction beside it). --roofline FILE.svg writes one chart with\n"
+                          "each device's roof and its points; --remeasure-roofline probes again (do it on an idle\n"
+                          "machine: the probes use every core, or the whole GPU).\n"
+                          "--json: Google Benchmark's format (context, benchmarks[] with name, run_name, real_time,\n"
+                          "cpu_time, time_unit, iterations, GFLOPS / bytes_per_second), kforge's fields prefixed kforge_.\n") + autotune_help + op_help()},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
                          "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
                          "Validates every candidate of the family's search space with the 10-case suite, times the\n"
@@ -121,7 +135,7 @@ const std::map<std::string, std::string>& command_help() {
               "and the Vulkan device where there is one; exit 1 if none). --device TEXT keeps the entries\n"
               "whose device contains TEXT (e.g. --device vulkan). clear: remove every entry, or those whose\n"
               "device contains --device. See docs/TUNING.md for the format.\n"},
-    {"demo", "usage: kforge demo [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy,\nvalidates each with the 10-case suite, and prints policy, time, throughput, speed-up vs\nEigen and max error. --quick uses smaller shapes.\n"},
+    {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 10-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;
 }
