@@ -170,7 +170,8 @@ void run_case(vulkan::context& ctx, const bench_case& c) {
     w.run();
     const double one = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const int reps = static_cast<int>(std::clamp(0.02 / std::max(one, 1e-6), 1.0, 2000.0));
-    for (int i = 1; i < reps; ++i) record(w);
+    w.reset();
+    for (int i = 0; i < reps; ++i) record(w);
     while (std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 0.25) w.run();
   }
   // Dispatches per call, then 3 warm-up + 10 timed calls, submitted twice.
