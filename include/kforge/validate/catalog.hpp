@@ -74,6 +74,10 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
     p.attrs["offset"] = 100;
     p.attrs["base"] = 500000;
   });
+  // gated activations: F odd and not a multiple of any tile; a decode-like single row; rank 3
+  add("swiglu", small ? "7x34" : "33x514", none);
+  add("geglu", small ? "3x5x22" : "2x17x130", none);
+  add("geglu_tanh", "1x66", none);
   return ps;
 }
 
