@@ -1,6 +1,7 @@
 // tests/transformer_ops_checks.hpp — the checks of the transformer-block ops
 // that the validation suite cannot make (it runs the catalog's problems on
-// every backend): the typed errors of bad input and known values. One body
+// every backend): the typed errors of bad input, and kv_append's in-place
+// property on a cache with a recognisable value in every element. One body
 // per property, run for every policy by tests/transformer_ops.cpp (CPU) and
 // tests/vulkan_transformer_ops.cpp.
 #pragma once
@@ -57,6 +58,45 @@ void check_gated() {
   const std::string m2 = message_of<argument_error>([&] { run<P>(op::gated<float>{fn::relu}, xv, yv); });
   CHECK(m2.find("kforge::gated: activation") != std::string::npos);
   CHECK(m2.find("relu") != std::string::npos);
+}
+
+/// kv_append writes rows [pos, pos + T) of every batch and nothing else.
+template <class P, class T>
+void check_kv_append_in_place() {
+  const index_t b = 2, t = 3, h = 2, d = 5, lmax = 9, pos = 4;
+  std::vector<T> x(static_cast<std::size_t>(b * t * h * d)), cache(static_cast<std::size_t>(b * lmax * h * d));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<T>(-1.0f - static_cast<float>(i));
+  for (std::size_t i = 0; i < cache.size(); ++i) cache[i] = static_cast<T>(static_cast<float>(i));  // exact in f16/bf16 < 256
+  run<P>(op::kv_append<T>{pos}, tensor_view<const T>(x.data(), shape{b, t, h, d}),
+         tensor_view<T>(cache.data(), shape{b, lmax, h, d}));
+  int changed_outside = 0, wrong_inside = 0;
+  for (index_t bi = 0; bi < b; ++bi)
+    for (index_t l = 0; l < lmax; ++l)
+      for (index_t e = 0; e < h * d; ++e) {
+        const index_t i = (bi * lmax + l) * h * d + e;
+        const float got = static_cast<float>(cache[static_cast<std::size_t>(i)]);
+        if (l >= pos && l < pos + t)
+          wrong_inside += got != static_cast<float>(x[static_cast<std::size_t>((bi * t + l - pos) * h * d + e)]);
+        else
+          changed_outside += got != static_cast<float>(i);
+      }
+  CHECK(wrong_inside == 0);
+  CHECK(changed_outside == 0);
+}
+
+template <class P>
+void check_kv_append_errors() {
+  std::vector<float> x(2 * 3 * 2 * 4), cache(2 * 8 * 2 * 4);
+  const tensor_view<const float> xv(x.data(), shape{2, 3, 2, 4});
+  const tensor_view<float> cv(cache.data(), shape{2, 8, 2, 4});
+  run<P>(op::kv_append<float>{5}, xv, cv);  // ends exactly at Lmax
+  const std::string m = message_of<argument_error>([&] { run<P>(op::kv_append<float>{6}, xv, cv); });
+  CHECK(m.find("kforge::kv_append: pos 6 + T 3") != std::string::npos);
+  CHECK(m.find("Lmax 8") != std::string::npos);
+  CHECK_THROWS_AS(run<P>(op::kv_append<float>{-1}, xv, cv), argument_error);
+  CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, xv, tensor_view<float>(cache.data(), shape{2, 8, 4, 2})), shape_error);
+  CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, xv, tensor_view<float>(cache.data(), shape{1, 16, 2, 4})), shape_error);
+  CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, tensor_view<const float>(x.data(), shape{6, 2, 4}), cv), shape_error);
 }
 
 }  // namespace transformer_checks

@@ -32,6 +32,7 @@
 #include "kforge/vulkan/elementwise.hpp"
 #include "kforge/vulkan/gated.hpp"
 #include "kforge/vulkan/gemm.hpp"
+#include "kforge/vulkan/kv_append.hpp"
 #include "kforge/vulkan/reduce.hpp"
 #include "kforge/vulkan/rope.hpp"
 #include "kforge/vulkan/rows.hpp"

@@ -14,6 +14,7 @@
 #include "kforge/cpu/gated.hpp"
 #include "kforge/cpu/gemm.hpp"
 #include "kforge/cpu/isa.hpp"
+#include "kforge/cpu/kv_append.hpp"
 #include "kforge/cpu/reduce.hpp"
 #include "kforge/cpu/rope.hpp"
 #include "kforge/cpu/softmax.hpp"

@@ -6,6 +6,7 @@
 #include "kforge/eigen/elementwise.hpp"
 #include "kforge/eigen/gated.hpp"
 #include "kforge/eigen/gemm.hpp"
+#include "kforge/eigen/kv_append.hpp"
 #include "kforge/eigen/reduce.hpp"
 #include "kforge/eigen/rope.hpp"
 #include "kforge/eigen/softmax.hpp"

@@ -6,6 +6,7 @@
 #include "kforge/ops/elementwise.hpp"
 #include "kforge/ops/gated.hpp"
 #include "kforge/ops/gemm.hpp"
+#include "kforge/ops/kv_append.hpp"
 #include "kforge/ops/norm.hpp"
 #include "kforge/ops/reduce.hpp"
 #include "kforge/ops/rope.hpp"

@@ -11,6 +11,7 @@
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
+#include "kforge/vulkan/shaders/kv_append.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
 #include "kforge/vulkan/shaders/rope.hpp"
 #include "kforge/vulkan/shaders/rows.hpp"
