@@ -6,14 +6,18 @@
 //
 // Cases: square n = 64…4096; skinny M ∈ {1, 8, 32} with N = K = 4096 (LLM
 // decoding); bias+gelu fused in the write-back vs gemm followed by one
-// separate bias+gelu pass. OpenBLAS runs with 2 threads next to
-// policy::threaded and with 1 thread (openblas_set_num_threads(1)) next to
-// policy::blocked. All operands row-major f32.
+// separate bias+gelu pass, and the plain gemm of the same shape (the bound);
+// decode rows M ∈ {1, 4, 8} × K 4096 × N 14336 with f32, f16 and bf16
+// operands (GB/s of B) beside a threaded copy of the same bytes. OpenBLAS
+// runs with 2 threads next to policy::threaded and with 1 thread
+// (openblas_set_num_threads(1)) next to policy::blocked. Operands are
+// row-major f32 except in the decode cases.
 #include <benchmark/benchmark.h>
 #include <cblas.h>
 
 #include <kforge/kforge.hpp>
 
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -78,7 +82,7 @@ void bm_fused(benchmark::State& st, index_t n, index_t k) {
 }
 
 /// The unfused baseline: the same gemm, then one separate pass (threaded,
-/// vectorised, the same gelu formula) applying bias + gelu to C.
+/// on whole SIMD registers, the same gelu formula) applying bias + gelu to C.
 template <class P>
 void bm_unfused(benchmark::State& st, index_t n, index_t k) {
   operands o(n, n, k);
@@ -87,14 +91,54 @@ void bm_unfused(benchmark::State& st, index_t n, index_t k) {
     kforge::run<P>(op::gemm<float>{}, o.av(), o.bv(), o.cv());
     kforge::cpu::detail::parallel_for(threads, n, 16, [&](index_t r0, index_t r1) {
       for (index_t r = r0; r < r1; ++r) {
+        using S = kforge::cpu::detail::simd_native;
         float* row = o.c.data() + r * n;
         const float* b = o.bias.data();
-        for (index_t j = 0; j < n; ++j) row[j] = kforge::cpu::detail::vapply<kforge::fn::gelu_erf>(row[j] + b[j], 0.0f);
+        index_t j = 0;
+        for (; j + S::width <= n; j += S::width)
+          S::store(row + j, kforge::cpu::detail::vapply<kforge::fn::gelu_erf>(S::load(row + j) + S::load(b + j), 0.0f));
+        for (; j < n; ++j) row[j] = kforge::cpu::detail::vapply<kforge::fn::gelu_erf>(row[j] + b[j], 0.0f);
       }
     });
     benchmark::ClobberMemory();
   }
   flops(st, n, n, k);
+}
+
+/// Decode-shaped gemm: M rows of activations times a K×N weight matrix B of
+/// T (f32, f16 or bf16), all operands T. Bound by reading B once, so the
+/// counter that matters is GB/s of B bytes (compare with copy/threads).
+template <class T>
+void bm_decode(benchmark::State& st, index_t m, index_t n, index_t k) {
+  std::vector<T> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)), c(static_cast<std::size_t>(m * n));
+  std::mt19937 rng(2);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  for (auto* v : {&a, &b})
+    for (T& x : *v) x = static_cast<T>(d(rng));
+  for (auto _ : st) {
+    kforge::run<policy::threaded<>>(op::gemm<T>{}, kforge::tensor_view<const T>(a.data(), kforge::shape{m, k}),
+                                   kforge::tensor_view<const T>(b.data(), kforge::shape{k, n}),
+                                   kforge::tensor_view<T>(c.data(), kforge::shape{m, n}));
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] = benchmark::Counter(static_cast<double>(k * n * sizeof(T)) * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
+  flops(st, m, n, k);
+}
+
+/// memcpy of `bytes` split over the pool's threads (glibc streams copies
+/// this large): GB/s counts bytes read + bytes written, as bench_ops.
+void bm_copy(benchmark::State& st, index_t bytes) {
+  std::vector<char> src(static_cast<std::size_t>(bytes), 1), dst(static_cast<std::size_t>(bytes));
+  const int threads = kforge::cpu::default_num_threads();
+  for (auto _ : st) {
+    kforge::cpu::detail::parallel_for(threads, bytes, 1 << 22, [&](index_t b, index_t e) {
+      std::memcpy(dst.data() + b, src.data() + b, static_cast<std::size_t>(e - b));
+    });
+    benchmark::ClobberMemory();
+  }
+  st.counters["GB/s"] = benchmark::Counter(2.0 * static_cast<double>(bytes) * 1e-9,
+                                           benchmark::Counter::kIsIterationInvariantRate);
 }
 
 void args_square(benchmark::internal::Benchmark* b) { b->Unit(benchmark::kMillisecond)->UseRealTime(); }
@@ -128,7 +172,20 @@ int register_all() {
     args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/threaded/" + s).c_str(), bm_unfused<threaded>, n, k));
     args_square(benchmark::RegisterBenchmark(("bias_gelu/fused/blocked/" + s).c_str(), bm_fused<blocked>, n, k));
     args_square(benchmark::RegisterBenchmark(("bias_gelu/unfused/blocked/" + s).c_str(), bm_unfused<blocked>, n, k));
+    // The plain gemm: no fused epilogue can be faster, so unfused / gemm
+    // bounds what fusion can win on this shape.
+    args_square(benchmark::RegisterBenchmark(("bias_gelu/gemm_only/threaded/" + s).c_str(), bm_kforge<threaded>, n, n, k));
   }
+  // Decode rows against a LLaMA-sized 4096×14336 weight (117 MiB in f16,
+  // well past the L3), and the copy bandwidth of the same bytes.
+  for (index_t m : {1, 4, 8}) {
+    const std::string s = std::to_string(m) + "x14336x4096";
+    args_square(benchmark::RegisterBenchmark(("decode/f32/" + s).c_str(), bm_decode<float>, m, 14336, 4096));
+    args_square(benchmark::RegisterBenchmark(("decode/f16/" + s).c_str(), bm_decode<kforge::half>, m, 14336, 4096));
+    args_square(benchmark::RegisterBenchmark(("decode/bf16/" + s).c_str(), bm_decode<kforge::bfloat16>, m, 14336, 4096));
+  }
+  args_square(benchmark::RegisterBenchmark("copy/threads/117MiB", bm_copy, index_t{4096} * 14336 * 2));
+  args_square(benchmark::RegisterBenchmark("copy/threads/235MiB", bm_copy, index_t{4096} * 14336 * 4));
   return 0;
 }
 const int registered = register_all();

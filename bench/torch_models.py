@@ -1,7 +1,7 @@
 # bench/torch_models.py — PyTorch peers of bench/vk_models.cpp: the cases of
 # bench/model_shapes.txt (same names, ops, dtypes and shapes in kforge's SHAPE
 # order), printed as `RESULT <name> <op> <dtype> <ms> <rate> <unit>`.
-# CUDA events, median of 10 after 3 warm-ups; TF32 off (cuBLAS and cuDNN in
+# CUDA events, median of 10 after 0.25 s of warm-up (bench/torch_timing.py); TF32 off (cuBLAS and cuDNN in
 # true fp32); inputs uniform in [-1, 1]. What each op runs: gemm A @ B (B
 # [K, N]); attention F.scaled_dot_product_attention (is_causal, enable_gqa for
 # K/V with fewer heads); softmax torch.softmax(x, -1); layer_norm and rms_norm
@@ -11,21 +11,14 @@
 import sys
 import torch
 
+from torch_timing import med
+
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cudnn.benchmark = True
 F = torch.nn.functional
 
 
-def med(f, reps=10):
-    for _ in range(3):
-        f()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def dims(s):

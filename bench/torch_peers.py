@@ -1,22 +1,15 @@
 # bench/torch_peers.py — PyTorch peers of bench/vk_bench.cpp: the same cases and
 # shapes, printed as `RESULT <case> <ms> <rate> <unit>`. CUDA events, median of
-# 10 after 3 warm-ups; TF32 off (cuBLAS true fp32); random inputs.
+# 10 after 0.25 s of warm-up (bench/torch_timing.py); TF32 off (cuBLAS true fp32); random inputs.
 import torch
+
+from torch_timing import med
 
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 F = torch.nn.functional
 
 
-def med(f, reps=10):
-    for _ in range(3):
-        f()
-    ts = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record(); f(); b.record(); torch.cuda.synchronize(); ts.append(a.elapsed_time(b))
-    ts.sort()
-    return ts[len(ts) // 2]
 
 
 def result(name, ms, rate, unit):

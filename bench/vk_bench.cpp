@@ -9,11 +9,23 @@
 // checked on 64 sampled outputs against a double-precision dot product, and
 // the check is printed (a fast wrong kernel must not pass unnoticed).
 //
+// `--attention` times the f16 attention cases of issue 11 instead (prefill,
+// GQA, decode; bench/h100_attention.sh runs them beside
+// bench/torch_attention.py), `--attention-sweep` also every coopmat tiling.
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
 // printing each config before it runs; `--sweep-f32` times f32 tiled configs
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
 // times the copy kernel over workgroup size × vectors per invocation × grid
 // cap, and softmax / layer_norm over workgroup sizes, at 8192×8192 f32.
+// `--gemm-shapes` times policy::vulkan<>'s default gemm config at the model
+// shapes of bench/h100_gemm.sh (decode M = 1..16, prefill, non-square N),
+// f32 and f16, each shape on a fresh context, with a 256 MiB copy as the
+// bandwidth reference; `--gemm-sweep` also times candidate configs per
+// shape (kernel, tile, K split), which is how the defaults of
+// vulkan/gemm_config.hpp were chosen. Their timing (per_call_ms) differs
+// from the rest: back-to-back calls in one submission of at least 5 ms,
+// replayed after 0.2 s of warm-up, wall clock per call (a split gemm is two
+// dispatches and the barrier between them; all of it is counted).
 // The memory-bound cases run after the gemms, then again on a fresh context
 // (rows "_fresh_ctx"); `--mem-first` runs them before the gemms instead, and
 // `--diag` times a 256 MiB copy (ours and vkCmdCopyBuffer) after various
@@ -28,32 +40,52 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace kforge;
 
 namespace {
+// `per_call`: dispatches one record() makes (a call's time is their sum).
+// `warm_s`: replay the stream for this long first, so that a GPU that idled
+// through a pipeline compile is back at its clock before the timed run
+// (PERFORMANCE.md records run-to-run spreads of 2× on the H100).
 template <class F>
-double median_ms(vulkan::context& ctx, F&& record, int reps = 10) {
+double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t per_call = 1, double warm_s = 0) {
   vulkan::stream s(ctx);
   for (int i = 0; i < reps + 3; ++i) record(s);
   s.run();
+  for (const auto t0 = std::chrono::steady_clock::now();
+       std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < warm_s;)
+    s.run();
   s.run();
   auto t = s.timings();
   std::vector<double> v;
-  for (std::size_t i = 3; i < t.size(); ++i) v.push_back(t[i].ms);
+  for (std::size_t i = 3 * per_call; i + per_call <= t.size(); i += per_call) {
+    double ms = 0;
+    for (std::size_t j = 0; j < per_call; ++j) ms += t[i + j].ms;
+    v.push_back(ms);
+  }
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
+// Uniform in [lo, hi) from a counter hash (splitmix64): fast enough for the
+// LM head's 4096×128256 B (525 M elements).
 template <class T>
 std::vector<T> random_host(std::size_t n, unsigned seed, float lo = -1, float hi = 1) {
-  std::mt19937 g(seed);
-  std::uniform_real_distribution<float> d(lo, hi);
   std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(d(g));
+  std::uint64_t st = 0x9e3779b97f4a7c15ull * (seed + 1);
+  for (auto& x : v) {
+    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    x = static_cast<T>(lo + (hi - lo) * static_cast<float>(z >> 40) * 0x1.0p-24f);
+  }
   return v;
 }
 
@@ -105,7 +137,8 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   if (forced) std::printf("  sweep %s %s ...\n", dt, forced->str().c_str()), std::fflush(stdout);
   gemm_problem<T> p(ctx, n, n, n);
   const dtype d = dtype_of<T>();
-  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n));
+  const auto cfg = forced ? *forced : vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(n),
+                                                                     static_cast<std::uint64_t>(n));
   const vulkan::buffer_ref br = p.bias.ref();
   const double ms = median_ms(ctx, [&](vulkan::stream& s) {
     vulkan::record_gemm(s, d, cfg, n, n, n, 1.0f, 0.0f, bias_gelu ? fn::gelu_tanh : fn::identity, 0.0f, p.a.ref(),
@@ -153,7 +186,320 @@ void mem_sweep(vulkan::context& ctx) {
   rows_sweep<512>(ctx, x, g, be, y, gb2);
   rows_sweep<1024>(ctx, x, g, be, y, gb2);
 }
+// ---- gemm by shape class (bench/h100_gemm.sh) --------------------------------
+
+/// Milliseconds per call of `record` (which records one gemm): R calls back to
+/// back in one submission of >= 5 ms (R <= max_reps), replayed for warm_ms to
+/// raise the clocks, then the median of 5 replays' wall time / R.
+template <class F>
+double per_call_ms(vulkan::context& ctx, F&& record, int max_reps, double warm_ms = 200) {
+  using clk = std::chrono::steady_clock;
+  auto wall_ms = [](clk::time_point t0) { return std::chrono::duration<double, std::milli>(clk::now() - t0).count(); };
+  double est;
+  {
+    vulkan::stream probe(ctx);
+    for (int i = 0; i < 3; ++i) record(probe);
+    probe.run();
+    const auto t0 = clk::now();
+    probe.run();
+    est = wall_ms(t0) / 3;
+  }
+  const int reps = static_cast<int>(std::clamp(std::ceil(5.0 / std::max(est, 1e-4)), 3.0, static_cast<double>(std::max(max_reps, 3))));
+  vulkan::stream s(ctx);
+  for (int i = 0; i < reps; ++i) record(s);
+  for (const auto t0 = clk::now(); wall_ms(t0) < warm_ms;) s.run();
+  std::vector<double> v;
+  for (int i = 0; i < 5; ++i) {
+    const auto t0 = clk::now();
+    s.run();
+    v.push_back(wall_ms(t0) / reps);
+  }
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+struct gemm_shape {
+  index_t m, n, k;
+  std::string name() const { return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k); }
+};
+// M x N x K (kforge's SHAPE order): decode, prefill and non-square N of
+// 7-8B-parameter models (hidden 4096, MLP 11008/14336, vocabulary 128256).
+const gemm_shape model_shapes[] = {{1, 14336, 4096},  {1, 4096, 4096},    {8, 4096, 4096},    {16, 4096, 14336},
+                                   {1, 128256, 4096}, {512, 4096, 4096},  {512, 14336, 4096}, {2048, 4096, 4096},
+                                   {4096, 11008, 4096}, {4096, 4096, 4096}, {8192, 8192, 8192}};
+// The decode/tile boundaries, swept only.
+const gemm_shape boundary_shapes[] = {{4, 4096, 4096}, {17, 4096, 4096}, {32, 4096, 4096}, {64, 4096, 4096}};
+
+/// Candidates of the sweep for one shape: variations of the default's kernel
+/// (tile, K split, rows and columns per invocation), and the other kernels
+/// that could serve the shape class.
+std::vector<vulkan::gemm_config> sweep_candidates(const vulkan::device_info& d, dtype dt, const gemm_shape& sh) {
+  using vulkan::gemm_config;
+  using vulkan::gemm_kernel;
+  std::vector<gemm_config> out;
+  auto add = [&](gemm_config c) {
+    if (!vulkan::gemm_config_check(d, dt, c).empty()) return;
+    for (const auto& o : out)
+      if (o.str() == c.str()) return;
+    out.push_back(c);
+  };
+  const auto m = static_cast<std::uint64_t>(sh.m);
+  const gemm_config g = vulkan::gemv_default_config(dt, m, static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+  if (m <= 16) {
+    for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u, 32u, 64u}) {
+      gemm_config c = g;
+      c.splits = s;
+      add(c);
+    }
+    // columns per invocation, lanes per column group, rows per lane per step, subgroups
+    for (auto [tn, kl, bk, w] : std::initializer_list<std::array<std::uint32_t, 4>>{
+             {4, 1, 8, 8}, {4, 2, 8, 8}, {4, 4, 4, 8}, {4, 4, 8, 8}, {4, 4, 16, 8}, {4, 8, 8, 8}, {4, 4, 8, 4},
+             {8, 4, 8, 8}, {8, 2, 8, 8}, {4, 4, 8, 16}}) {
+      gemm_config c = g;
+      c.tn = tn, c.bk = bk, c.warps = w, c.bn = 32 * w / kl * tn;
+      add(c);
+    }
+  } else if (m <= 32) {  // gemv past its class: two workgroup rows of 16, or one of 32
+    for (std::uint32_t s : {4u, 8u, 16u}) {
+      gemm_config c = g;
+      c.splits = s;
+      add(c);
+      add({gemm_kernel::gemv, 32, 256, 4, 0, 4, 8, 0, 0, s});
+    }
+  }
+  {
+    const bool coop = dt == dtype::f16 && vulkan::coopmat_f16_available(d);
+    std::vector<gemm_config> tiles;
+    if (coop)
+      tiles = {{gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, 1}, {gemm_kernel::coopmat_f16, 128, 128, 16, 0, 0, 8, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 64, 128, 32, 0, 0, 4, 2, 8, 1},  {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 128, 256, 32, 0, 0, 8, 2, 8, 1}, {gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1},
+               {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 0, 1}, {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 4, 1},
+               {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 16, 1}};
+    else
+      tiles = {{gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},  {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 64, 128, 8, 4, 8, 8, 2, 8, 1},   {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 256, 8, 8, 16, 8, 2, 8, 1}, {gemm_kernel::tiled, 256, 128, 8, 16, 8, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 128, 16, 8, 8, 8, 2, 8, 1}, {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
+               {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 0, 1}};
+    for (const auto& t : tiles) {
+      if (t.bm > 2 * std::max<std::uint64_t>(m, 16)) continue;
+      const std::uint64_t n_tiles = ((m + t.bm - 1) / t.bm) * ((static_cast<std::uint64_t>(sh.n) + t.bn - 1) / t.bn);
+      for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) {
+        if (s > 1 && n_tiles * s > 1024) break;  // splitting a full grid
+        gemm_config c = t;
+        c.splits = s;
+        add(c);
+      }
+    }
+  }
+  return out;
+}
+
+/// One shape in one dtype on a fresh context: the default config (a RESULT
+/// row; for M <= 16 also GB/s of B), then with `sweep` every candidate.
+template <class T>
+void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
+  vulkan::context ctx;
+  const dtype d = dtype_of<T>();
+  gemm_problem<T> p(ctx, sh.m, sh.n, sh.k);
+  const double flop = 2.0 * sh.m * sh.n * sh.k, b_bytes = static_cast<double>(sh.k) * sh.n * sizeof(T);
+  const std::string name = std::string("gemm_") + dt_name + "_" + sh.name();
+  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;
+  auto time_cfg = [&](const vulkan::gemm_config& cfg, double* err, double warm_ms) {
+    // Scratch of a split gemm is held per recorded call: cap the calls at 1 GiB of it.
+    const double scratch = 4.0 * vulkan::gemm_splits_used(cfg, static_cast<std::uint64_t>(sh.k)) * sh.m * sh.n;
+    const int max_reps = static_cast<int>(std::min(2000.0, (1 << 30) / std::max(scratch, 1.0)));
+    // The default gets 0.2 s of warm-up; the candidates after it 0.1 s (the GPU is warm by then).
+    const double ms = per_call_ms(ctx, [&](vulkan::stream& s) {
+      vulkan::record_gemm(s, d, cfg, sh.m, sh.n, sh.k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+    }, max_reps, warm_ms);
+    *err = p.check(false);
+    return ms;
+  };
+  const auto dflt = vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(sh.m), static_cast<std::uint64_t>(sh.n),
+                                          static_cast<std::uint64_t>(sh.k));
+  double err = 0;
+  const double ms = time_cfg(dflt, &err, 200);
+  std::printf("  %s default: %s; %.4f ms, %.2f TFLOP/s, B %.0f GB/s; sampled error %.2e (%s)\n", name.c_str(),
+              dflt.str().c_str(), ms, flop / (ms * 1e-3) / 1e12, b_bytes / (ms * 1e-3) / 1e9, err, err <= tol ? "ok" : "FAIL");
+  result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+  if (sh.m <= 16) result(name + "_B", ms, b_bytes / (ms * 1e-3) / 1e9, "GB/s");
+  if (!sweep) return;
+  double best = ms;
+  std::string best_cfg = dflt.str() + " (default)";
+  for (const auto& c : sweep_candidates(ctx.info(), d, sh)) {
+    if (c.str() == dflt.str()) continue;
+    const double t = time_cfg(c, &err, 100);
+    std::printf("SWEEP %s %-62s %9.4f ms %8.2f TFLOP/s %7.0f GB/s %s\n", name.c_str(), c.str().c_str(), t,
+                flop / (t * 1e-3) / 1e12, b_bytes / (t * 1e-3) / 1e9, err <= tol ? "ok" : "WRONG");
+    std::fflush(stdout);
+    if (err <= tol && t < best) best = t, best_cfg = c.str();
+  }
+  std::printf("BEST %s %s %.4f ms (default %.4f ms, %.2fx)\n", name.c_str(), best_cfg.c_str(), best, ms, ms / best);
+  std::fflush(stdout);
+}
+
+// smoke: N, K and the copy 1/16 as large, M of the large shapes too (a
+// CPU implementation's run of the code path, not a measurement).
+void gemm_shapes(bool sweep, bool smoke) {
+  auto scaled = [&](gemm_shape sh) {
+    if (smoke) sh = {sh.m > 64 ? sh.m / 16 : sh.m, sh.n / 16 + 1, sh.k / 16 + 3};
+    return sh;
+  };
+  {  // bandwidth reference: 256 MiB copy, bytes read + written
+    vulkan::context ctx;
+    const index_t r = smoke ? 2048 : 8192;
+    vulkan::device_tensor<float> x(ctx, {r, r}), y(ctx, {r, r});
+    x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+    const double ms = per_call_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); }, 100);
+    result("copy_256MiB", ms, 2.0 * r * r * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  }
+  auto both = [&](const gemm_shape& sh) {
+    shape_case<float>(sh, "f32", sweep);
+    shape_case<half>(sh, "f16", sweep);
+  };
+  for (const auto& sh : model_shapes)
+    if (!sweep || sh.m < 8192) both(scaled(sh));
+  if (!sweep || smoke) return;
+  for (const auto& sh : boundary_shapes) both(sh);
+  // The f16 4096x11008x4096 case again, on a context that first ran the
+  // other f16 shapes and still holds their memory (as in a long benchmark
+  // process): is a slowdown there the kernel's or the memory's?
+  vulkan::context ctx;
+  std::deque<gemm_problem<half>> held;
+  for (const auto& sh : model_shapes) {
+    if (sh.n == 11008 || sh.m == 8192) continue;
+    held.emplace_back(ctx, sh.m, sh.n, sh.k);
+    auto& p = held.back();
+    const auto cfg = vulkan::knobs<>::gemm(ctx.info(), dtype::f16, static_cast<std::uint64_t>(sh.m),
+                                           static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+    vulkan::stream s(ctx);
+    vulkan::record_gemm(s, dtype::f16, cfg, sh.m, sh.n, sh.k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+    s.run();
+  }
+  gemm_problem<half> p(ctx, 4096, 11008, 4096);
+  const auto cfg = vulkan::knobs<>::gemm(ctx.info(), dtype::f16, 4096, 11008, 4096);
+  const double ms = per_call_ms(ctx, [&](vulkan::stream& s) {
+    vulkan::record_gemm(s, dtype::f16, cfg, 4096, 11008, 4096, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+  }, 100);
+  const double err = p.check(false);
+  std::printf("SWEEP gemm_f16_4096x11008x4096_after_other_shapes %s %.4f ms %.2f TFLOP/s %s\n", cfg.str().c_str(), ms,
+              2.0 * 4096 * 11008 * 4096 / (ms * 1e-3) / 1e12, err <= 2e-3 ? "ok" : "WRONG");
+}
 }  // namespace
+
+// ---- attention (issue 11) ---------------------------------------------------
+// f16 prefill (causal, S = L = 4096, D 64 / 128, 32 query heads over 32 or 8
+// KV heads), decode (S = 1, L 4096 / 32768, D 128, 32 over 8) and B8 H16
+// S2048 D64; prefill rates in TFLOP/s over the query-key pairs computed,
+// decode in GB/s of K and V read once. Each case checks four query rows
+// (first and last head and position) against a double-precision reference.
+struct attention_case {
+  const char* name;
+  index_t b, h, hkv, s, l, d;
+  bool causal;
+};
+
+double attention_check(const attention_case& c, const std::vector<half>& hq, const std::vector<half>& hk,
+                       const std::vector<half>& hv, const std::vector<half>& ho) {
+  const index_t g = c.h / c.hkv;
+  double worst = 0;
+  for (index_t bh : {index_t{0}, c.b * c.h - 1})
+    for (index_t row : {index_t{0}, c.s - 1}) {
+      const index_t b = bh / c.h, hh = bh % c.h, kv = b * c.hkv + hh / g;
+      const index_t n = c.causal ? std::min(c.l, row + 1) : c.l;
+      std::vector<double> sc(static_cast<std::size_t>(n));
+      double mx = -1e300, sum = 0;
+      for (index_t j = 0; j < n; ++j) {
+        double dot = 0;
+        for (index_t e = 0; e < c.d; ++e)
+          dot += double(float(hq[(bh * c.s + row) * c.d + e])) * double(float(hk[(kv * c.l + j) * c.d + e]));
+        sc[static_cast<std::size_t>(j)] = dot / std::sqrt(double(c.d));
+        mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
+      }
+      for (auto& x : sc) sum += (x = std::exp(x - mx));
+      for (index_t e = 0; e < c.d; ++e) {
+        double ref = 0;
+        for (index_t j = 0; j < n; ++j) ref += sc[static_cast<std::size_t>(j)] / sum * double(float(hv[(kv * c.l + j) * c.d + e]));
+        const double got = double(float(ho[(bh * c.s + row) * c.d + e]));
+        worst = std::max(worst, std::isnan(got) ? 1e30 : std::fabs(got - ref));
+      }
+    }
+  return worst;
+}
+
+void attention_cases(vulkan::context& ctx, bool sweep) {
+  const attention_case cases[] = {
+      {"attention_f16_causal_b1h32s4096d64", 1, 32, 32, 4096, 4096, 64, true},
+      {"attention_f16_causal_b1h32kv8s4096d64", 1, 32, 8, 4096, 4096, 64, true},
+      {"attention_f16_causal_b1h32s4096d128", 1, 32, 32, 4096, 4096, 128, true},
+      {"attention_f16_causal_b1h32kv8s4096d128", 1, 32, 8, 4096, 4096, 128, true},
+      {"attention_f16_decode_b1h32kv8l4096d128", 1, 32, 8, 1, 4096, 128, false},
+      {"attention_f16_decode_b1h32kv8l32768d128", 1, 32, 8, 1, 32768, 128, false},
+      {"attention_f16_b8h16s2048d64", 8, 16, 16, 2048, 2048, 64, false},
+  };
+  const std::vector<vulkan::attention_coopmat_config> tilings = {
+      {4, 1, 32}, {4, 1, 64}, {4, 2, 32}, {4, 2, 64}, {8, 1, 32}, {8, 1, 64}, {8, 2, 32}};
+  for (const auto& c : cases) {
+    const shape qs{c.b, c.h, c.s, c.d}, ks{c.b, c.hkv, c.l, c.d};
+    const auto hq = random_host<half>(static_cast<std::size_t>(qs.numel()), 41);
+    const auto hk = random_host<half>(static_cast<std::size_t>(ks.numel()), 42);
+    const auto hv = random_host<half>(static_cast<std::size_t>(ks.numel()), 43);
+    vulkan::device_tensor<half> q(ctx, qs), k(ctx, ks), v(ctx, ks), o(ctx, qs);
+    q.upload(make_view(hq, qs));
+    k.upload(make_view(hk, ks));
+    v.upload(make_view(hv, ks));
+    const vulkan::attention_dims a{c.b, c.h, c.hkv, c.s, c.l, c.d, c.d, c.causal, false};
+    const auto kind = vulkan::attention_kernel_for(ctx.info(), dtype::f16, a);
+    const std::size_t per_call = kind == vulkan::attention_kernel::split && vulkan::attention_split_plan_for(a).nsplit > 1 ? 2 : 1;
+    const double s = static_cast<double>(c.s), l = static_cast<double>(c.l);
+    const double pairs = !c.causal ? s * l : s <= l ? s * (s + 1) / 2 : l * (l + 1) / 2 + (s - l) * l;
+    const double tflop = 4.0 * c.b * c.h * pairs * c.d / 1e12, gb = 2.0 * 2 * c.b * c.hkv * c.l * c.d / 1e9;
+    const bool decode = c.s == 1;
+    auto report = [&](const std::string& what, double ms, bool as_result) {
+      const double err = attention_check(c, hq, hk, hv, o.to_vector());
+      const char* ok = err < 4e-3 ? "ok" : "FAIL";
+      if (as_result) {
+        std::printf("  %s kernel %s: sampled max abs error %.2e (%s)\n", c.name, what.c_str(), err, ok);
+        result(c.name, ms, decode ? gb / (ms * 1e-3) : tflop / (ms * 1e-3), decode ? "GB/s" : "TFLOP/s");
+      } else {
+        std::printf("  sweep %s %s: %.4f ms %.1f %s, error %.2e (%s)\n", c.name, what.c_str(), ms,
+                    decode ? gb / (ms * 1e-3) : tflop / (ms * 1e-3), decode ? "GB/s" : "TFLOP/s", err, ok);
+      }
+      std::fflush(stdout);
+    };
+    op::attention<half> att;
+    att.causal = c.causal;
+    const double ms = median_ms(ctx, [&](vulkan::stream& st) { vulkan::record(st, att, q, k, v, o); }, 10, per_call, 0.3);
+    std::string what(vulkan::to_string(kind));
+    if (kind == vulkan::attention_kernel::coopmat) what += " (" + vulkan::attention_coopmat_default(c.d, c.d).str() + ")";
+    if (kind == vulkan::attention_kernel::split) what += " (" + std::to_string(vulkan::attention_split_plan_for(a).nsplit) + " splits)";
+    report(what, ms, true);
+    if (sweep && kind == vulkan::attention_kernel::split)
+      for (std::uint64_t groups : {128, 256, 512, 1024, 2048}) {
+        const auto plan = vulkan::attention_split_plan_for(a, groups);
+        const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+          vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
+                                   o.ref(), -1, 128, nullptr, &plan);
+        }, 10, plan.nsplit > 1 ? 2 : 1, 0.3);
+        report("split " + std::to_string(plan.nsplit) + " x " + std::to_string(plan.chunk) + " keys", tm, false);
+      }
+    if (!sweep || kind != vulkan::attention_kernel::coopmat) continue;
+    for (const auto& t : tilings) {
+      const std::string why = vulkan::attention_coopmat_check(ctx.info(), dtype::f16, c.d, c.d, t);
+      if (!why.empty()) {
+        std::printf("  sweep %s %s: refused (%s)\n", c.name, t.str().c_str(), why.c_str());
+        continue;
+      }
+      const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+        vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
+                                 o.ref(), 1, 128, &t);
+      }, 10, 1, 0.3);
+      report(t.str(), tm, false);
+    }
+  }
+}
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
@@ -162,6 +508,18 @@ int main(int argc, char** argv) {
   std::printf("%s", vulkan::devices_text().c_str());
   std::printf("using: %s; NV coopmat 16x16x16 f16: %s\n", ctx.info().name.c_str(),
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
+  if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
+    gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
+  if (mode == "--attention" || mode == "--attention-sweep") {
+    if (!ctx.info().storage_16bit) {
+      std::printf("attention cases need 16-bit storage\n");
+      return 1;
+    }
+    attention_cases(ctx, mode == "--attention-sweep");
+    return 0;
+  }
   if (mode == "--sweep-mem") {
     mem_sweep(ctx);
     return 0;
@@ -184,7 +542,9 @@ int main(int argc, char** argv) {
   }
 
   if (sweep) {
-    for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f32)) gemm_case<float>(ctx, "f32", 4096, &c);
+    // gemv is for a few rows (it reads B once per workgroup row): --gemm-sweep times it.
+    for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f32))
+      if (c.kernel != vulkan::gemm_kernel::gemv) gemm_case<float>(ctx, "f32", 4096, &c);
     if (ctx.info().storage_16bit)
       for (const auto& c : vulkan::gemm_configs(ctx.info(), dtype::f16))
         if (c.kernel == vulkan::gemm_kernel::coopmat_f16) gemm_case<half>(ctx, "f16", 4096, &c);
@@ -240,19 +600,68 @@ int main(int argc, char** argv) {
   };
   // --mem-first: the memory-bound cases before the gemms (to see whether what
   // ran before changes them).
+  auto copy_only = [&](vulkan::context& c, const char* what) {
+    const index_t r = 8192;
+    vulkan::device_tensor<float> x(c, {r, r}), y(c, {r, r});
+    x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+    const double ms = median_ms(c, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
+    const double ms2 = median_ms(c, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
+    std::printf("  diag %-40s copy %7.1f GB/s, vkCmdCopyBuffer %6.1f GB/s (x offset %llu, y offset %llu; %zu blocks)\n",
+                what, 2.0 * r * r * 4 / 1e9 / (ms * 1e-3), 2.0 * r * r * 4 / 1e9 / (ms2 * 1e-3),
+                static_cast<unsigned long long>(x.ref().offset), static_cast<unsigned long long>(y.ref().offset),
+                c.device_memory().stats().blocks);
+    std::fflush(stdout);
+  };
+  // Does the amount of device memory a context has touched slow its later
+  // memory-bound kernels? Fresh context each row: allocate GiB of 256 MiB
+  // tensors, optionally write them (a copy into each), free them, then time a
+  // copy of 256 MiB.
+  if (mode == "--touch") {
+    for (const int quarters : {0, 3, 4, 6, 8, 16, 32})
+      for (const bool write : {false, true}) {
+        if (quarters == 0 && write) continue;
+        vulkan::context c;
+        {
+          const index_t r = 8192;
+          vulkan::device_tensor<float> src(c, {r, r});
+          std::vector<vulkan::device_tensor<float>> hold;
+          vulkan::stream s(c);
+          for (int i = 0; i < quarters; ++i) {
+            hold.emplace_back(c, kforge::shape{r, r});
+            if (write) vulkan::record_copy(s, src.ref(), hold.back().ref(), src.bytes());
+          }
+          s.run();
+        }
+        const std::string what = std::to_string(quarters / 4.0).substr(0, 4) + " GiB " + (write ? "written" : "allocated") + ", freed";
+        copy_only(c, what.c_str());
+      }
+    return 0;
+  }
+  // When does a context's copy slow down? One context: a copy after each gemm
+  // case of the default sequence, and after idling, to tell history from time.
+  if (mode == "--age") {
+    vulkan::context c;
+    copy_only(c, "fresh");
+    for (index_t n : {1024, 2048, 4096, 8192}) {
+      gemm_case<float>(c, "f32", n);
+      copy_only(c, ("after f32 " + std::to_string(n)).c_str());
+    }
+    for (index_t n : {1024, 2048, 4096, 8192}) {
+      gemm_case<half>(c, "f16", n);
+      copy_only(c, ("after f16 " + std::to_string(n)).c_str());
+    }
+    gemm_case<float>(c, "f32", 4096, nullptr, true);
+    copy_only(c, "after f32 bias_gelu 4096");
+    gemm_case<half>(c, "f16", 4096, nullptr, true);
+    copy_only(c, "after f16 bias_gelu 4096");
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    copy_only(c, "after 2 s idle");
+    vulkan::context fresh;
+    copy_only(fresh, "a second context, now");
+    copy_only(c, "the first context again");
+    return 0;
+  }
   if (mode == "--diag") {  // which earlier work slows a later copy on the same context
-    auto copy_only = [&](vulkan::context& c, const char* what) {
-      const index_t r = 8192;
-      vulkan::device_tensor<float> x(c, {r, r}), y(c, {r, r});
-      x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
-      const double ms = median_ms(c, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); });
-      const double ms2 = median_ms(c, [&](vulkan::stream& s) { s.copy(x.ref(), y.ref(), x.bytes()); });
-      std::printf("  diag %-40s copy %7.1f GB/s, vkCmdCopyBuffer %6.1f GB/s (x offset %llu, y offset %llu; %zu blocks)\n",
-                  what, 2.0 * r * r * 4 / 1e9 / (ms * 1e-3), 2.0 * r * r * 4 / 1e9 / (ms2 * 1e-3),
-                  static_cast<unsigned long long>(x.ref().offset), static_cast<unsigned long long>(y.ref().offset),
-                  c.device_memory().stats().blocks);
-      std::fflush(stdout);
-    };
     { vulkan::context c; copy_only(c, "fresh"); gemm_case<float>(c, "f32", 8192); copy_only(c, "after f32 8192 gemm"); }
     { vulkan::context c; copy_only(c, "fresh"); gemm_case<half>(c, "f16", 8192); copy_only(c, "after f16 8192 gemm"); }
     { vulkan::context c; gemm_case<float>(c, "f32", 1024); copy_only(c, "after f32 1024 gemm"); }

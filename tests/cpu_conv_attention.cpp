@@ -1,7 +1,8 @@
 // tests/cpu_conv_attention.cpp — policy::blocked and policy::threaded conv2d
 // (stride, padding, dilation, groups, bias + activation, 1×1 fast path,
 // strided tensors) and attention (causal or not, S != L, strided Q/K/V/O,
-// sequences longer than one key block) against the Eigen reference.
+// sequences longer than one key block, grouped KV heads, [B,S,H,D], masked
+// keys excluded) against the Eigen reference.
 #include "cpu_check.hpp"
 
 namespace {
@@ -86,40 +87,82 @@ void all_conv() {
   check_conv<P, T, epilogue::bias_silu>(conv_cases[7]);
 }
 
+struct attn_shape {
+  index_t b, h, hkv, s, l, d, dv;
+  bool causal = false, bshd = false;
+  shape dims(index_t heads, index_t rows, index_t dim) const {
+    return bshd ? shape{b, rows, heads, dim} : shape{b, heads, rows, dim};
+  }
+  std::string str() const {
+    return "B" + std::to_string(b) + " H" + std::to_string(h) + " Hkv" + std::to_string(hkv) + " S" + std::to_string(s) +
+           " L" + std::to_string(l) + " D" + std::to_string(d) + " Dv" + std::to_string(dv) + (causal ? " causal" : "") +
+           (bshd ? " bshd" : "");
+  }
+};
+
+/// Runs attention on P and on Eigen (V row `inf_key` of every KV head gets
+/// an Inf in column 0 when >= 0) and compares; returns P's output.
 template <class P, class T>
-void check_attention(index_t b, index_t h, index_t s, index_t l, index_t d, index_t dv, bool causal, layout lay) {
-  auto q = make<T>(shape{b, h, s, d}, lay);
-  auto k = make<T>(shape{b, h, l, d}, layout::row);
-  auto v = make<T>(shape{b, h, l, dv}, lay);
-  auto o = make<T>(shape{b, h, s, dv}, lay == layout::row ? layout::strided : layout::row);
-  auto r = make<T>(shape{b, h, s, dv}, layout::row);
+std::vector<float> check_attention(const attn_shape& a, layout lay, index_t inf_key = -1) {
+  auto q = make<T>(a.dims(a.h, a.s, a.d), lay);
+  auto k = make<T>(a.dims(a.hkv, a.l, a.d), layout::row);
+  auto v = make<T>(a.dims(a.hkv, a.l, a.dv), lay);
+  auto o = make<T>(a.dims(a.h, a.s, a.dv), lay == layout::row ? layout::strided : layout::row);
+  auto r = make<T>(a.dims(a.h, a.s, a.dv), layout::row);
   fill(q.v, 61, -2.0f, 2.0f);
   fill(k.v, 62, -2.0f, 2.0f);
   fill(v.v, 63);
-  op::attention<T> a;
-  a.causal = causal;
-  kforge::run<P>(a, q.cv(), k.cv(), v.cv(), o.v);
-  kforge::run<policy::eigen>(a, q.cv(), k.cv(), v.cv(), r.v);
+  if (inf_key >= 0)
+    for (index_t b = 0; b < a.b; ++b)
+      for (index_t hk = 0; hk < a.hkv; ++hk) {
+        const index_t at = b * v.v.stride(0) + hk * v.v.stride(a.bshd ? 2 : 1) + inf_key * v.v.stride(a.bshd ? 1 : 2);
+        v.v.data[at] = static_cast<T>(std::numeric_limits<float>::infinity());
+      }
+  op::attention<T> at;
+  at.causal = a.causal;
+  at.layout = a.bshd ? kforge::attention_layout::bshd : kforge::attention_layout::bhsd;
+  kforge::run<P>(at, q.cv(), k.cv(), v.cv(), o.v);
+  kforge::run<policy::eigen>(at, q.cv(), k.cv(), v.cv(), r.v);
   float vmax = 0;
-  for (float x : values(v.v)) vmax = std::max(vmax, std::fabs(x));
+  for (float x : values(v.v))
+    if (std::isfinite(x)) vmax = std::max(vmax, std::fabs(x));
   const std::vector<float> scale(static_cast<std::size_t>(o.v.numel()), vmax);
-  compare(values(o.v), values(r.v), scale, kforge::attention_tolerance(kforge::dtype_of<T>(), d, l),
+  compare(values(o.v), values(r.v), scale, kforge::attention_tolerance(kforge::dtype_of<T>(), a.d, a.l),
           kforge::dtype_of<T>(),
-          std::string(P::name()) + " attention<" + std::string(kforge::to_string(kforge::dtype_of<T>())) + "> B" +
-              std::to_string(b) + " H" + std::to_string(h) + " S" + std::to_string(s) + " L" + std::to_string(l) +
-              " D" + std::to_string(d) + " Dv" + std::to_string(dv) + (causal ? " causal " : " ") + name(lay));
+          std::string(P::name()) + " attention<" + std::string(kforge::to_string(kforge::dtype_of<T>())) + "> " + a.str() +
+              " " + name(lay) + (inf_key >= 0 ? " Inf in V row " + std::to_string(inf_key) : ""));
+  return values(o.v);
 }
 
 template <class P, class T>
 void all_attention() {
   for (bool causal : {false, true}) {
-    check_attention<P, T>(1, 1, 1, 3, 3, 3, causal, layout::row);
-    check_attention<P, T>(2, 3, 33, 17, 7, 7, causal, layout::strided);
-    check_attention<P, T>(1, 2, 7, 100, 17, 33, causal, layout::col);
-    check_attention<P, T>(1, 2, 100, 33, 33, 17, causal, layout::row);
-    check_attention<P, T>(1, 2, 257, 300, 64, 64, causal, layout::row);  // several query and key blocks
+    check_attention<P, T>({1, 1, 1, 1, 3, 3, 3, causal}, layout::row);
+    check_attention<P, T>({2, 3, 3, 33, 17, 7, 7, causal}, layout::strided);
+    check_attention<P, T>({1, 2, 2, 7, 100, 17, 33, causal}, layout::col);
+    check_attention<P, T>({1, 2, 2, 100, 33, 33, 17, causal}, layout::row);
+    check_attention<P, T>({1, 2, 2, 257, 300, 64, 64, causal}, layout::row);  // several query and key blocks
+    // grouped KV heads (4 over 2, 6 over 1) in both layouts
+    check_attention<P, T>({2, 4, 2, 40, 70, 16, 16, causal}, layout::row);
+    check_attention<P, T>({1, 6, 1, 70, 40, 32, 8, causal, true}, layout::strided);
+    check_attention<P, T>({2, 4, 2, 33, 65, 24, 24, causal, true}, layout::row);
   }
-  check_attention<P, T>(1, 1, 5, 0, 4, 3, false, layout::row);  // no keys: zeros
+  check_attention<P, T>({1, 1, 1, 5, 0, 4, 3}, layout::row);  // no keys: zeros
+}
+
+/// Causal: an Inf in V row 50 reaches only the rows that see key 50.
+template <class P, class T>
+void masked_inf_attention() {
+  for (const bool bshd : {false, true}) {
+    const attn_shape a{1, 4, 2, 90, 90, 16, 16, true, bshd};
+    const auto o = check_attention<P, T>(a, layout::row, 50);
+    for (index_t hh = 0; hh < a.h; ++hh)
+      for (index_t i = 0; i < a.s; ++i)
+        for (index_t e = 0; e < a.dv; ++e) {
+          const index_t at = bshd ? (i * a.h + hh) * a.dv + e : (hh * a.s + i) * a.dv + e;  // B = 1, row-major
+          CHECK(std::isfinite(o[static_cast<std::size_t>(at)]) == (i < 50 || e != 0));
+        }
+  }
 }
 
 }  // namespace
@@ -132,4 +175,9 @@ TEST_CASE_TEMPLATE("cpu conv2d matches the Eigen reference", T, float, half, bfl
 TEST_CASE_TEMPLATE("cpu attention matches the Eigen reference", T, float, half, bfloat16) {
   all_attention<policy::blocked<>, T>();
   all_attention<policy::threaded<>, T>();
+}
+
+TEST_CASE_TEMPLATE("cpu attention: an Inf in a masked V row does not reach the output", T, float, half, bfloat16) {
+  masked_inf_attention<policy::blocked<>, T>();
+  masked_inf_attention<policy::threaded<>, T>();
 }

@@ -198,3 +198,87 @@ TEST_CASE("attention: uniform keys average V; causal rows see only the past") {
          make_view(o, {1, 1, 3, 2}));
   CHECK(o[0] == doctest::Approx(3.0).epsilon(1e-6));
 }
+
+TEST_CASE("attention: masked keys are excluded — an Inf in a masked V row stays out") {
+  // Q = K = 0: every key a row sees weighs the same. Causal: row i averages V rows 0..i.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  std::vector<float> q(4 * 2, 0.0f), v = {1, 1, 2, 2, inf, 5, 3, 3}, o(8);
+  op::attention<float> c;
+  c.causal = true;
+  run<P>(c, make_view(q, {1, 1, 4, 2}), make_view(q, {1, 1, 4, 2}), make_view(v, {1, 1, 4, 2}), make_view(o, {1, 1, 4, 2}));
+  CHECK(o[0] == doctest::Approx(1.0));  // rows 0 and 1 never use V row 2
+  CHECK(o[2] == doctest::Approx(1.5));
+  CHECK(o[3] == doctest::Approx(1.5));
+  CHECK(std::isinf(o[4]));              // row 2 sees it
+  CHECK(o[5] == doctest::Approx(8.0 / 3));
+  // S > L: rows past L see every key.
+  std::vector<float> k2(2 * 2, 0.0f), v2(v.begin(), v.begin() + 4), o2(4 * 2);
+  run<P>(c, make_view(q, {1, 1, 4, 2}), make_view(k2, {1, 1, 2, 2}), make_view(v2, {1, 1, 2, 2}), make_view(o2, {1, 1, 4, 2}));
+  CHECK(o2[0] == doctest::Approx(1.0));
+  CHECK(o2[6] == doctest::Approx(1.5));
+}
+
+namespace {
+std::vector<float> ramp(std::size_t n, float step) {
+  std::vector<float> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = std::sin(step * static_cast<float>(i + 1));
+  return x;
+}
+}  // namespace
+
+TEST_CASE("attention: grouped KV heads read head h / (H / Hkv); [B,S,H,D] is the same op transposed") {
+  // H = 4 query heads over Hkv = 2: the result equals multi-head attention with each KV head repeated
+  // for its two query heads ([k0, k0, k1, k1], not [k0, k1, k0, k1]).
+  const index_t b = 2, h = 4, hk = 2, s = 3, l = 5, d = 4;
+  const auto q = ramp(static_cast<std::size_t>(b * h * s * d), 0.37f), k = ramp(static_cast<std::size_t>(b * hk * l * d), 0.71f),
+             v = ramp(static_cast<std::size_t>(b * hk * l * d), 1.13f);
+  std::vector<float> kx(static_cast<std::size_t>(b * h * l * d)), vx(kx.size());
+  for (index_t bi = 0; bi < b; ++bi)
+    for (index_t hi = 0; hi < h; ++hi)
+      for (index_t e = 0; e < l * d; ++e) {
+        kx[static_cast<std::size_t>((bi * h + hi) * l * d + e)] = k[static_cast<std::size_t>((bi * hk + hi / 2) * l * d + e)];
+        vx[static_cast<std::size_t>((bi * h + hi) * l * d + e)] = v[static_cast<std::size_t>((bi * hk + hi / 2) * l * d + e)];
+      }
+  for (const bool causal : {false, true}) {
+    op::attention<float> a;
+    a.causal = causal;
+    std::vector<float> o(q.size()), ox(q.size());
+    run<P>(a, make_view(q, {b, h, s, d}), make_view(k, {b, hk, l, d}), make_view(v, {b, hk, l, d}), make_view(o, {b, h, s, d}));
+    run<P>(a, make_view(q, {b, h, s, d}), make_view(kx, {b, h, l, d}), make_view(vx, {b, h, l, d}), make_view(ox, {b, h, s, d}));
+    for (std::size_t i = 0; i < o.size(); ++i) CHECK(o[i] == doctest::Approx(ox[i]).epsilon(1e-6));
+    // [B,S,H,D]: the same tensors transposed (dims 1 and 2) give the transposed output.
+    auto t = [&](const std::vector<float>& x, index_t heads, index_t rows) {
+      std::vector<float> y(x.size());
+      for (index_t bi = 0; bi < b; ++bi)
+        for (index_t hi = 0; hi < heads; ++hi)
+          for (index_t r = 0; r < rows; ++r)
+            for (index_t e = 0; e < d; ++e)
+              y[static_cast<std::size_t>(((bi * rows + r) * heads + hi) * d + e)] =
+                  x[static_cast<std::size_t>(((bi * heads + hi) * rows + r) * d + e)];
+      return y;
+    };
+    const auto qt = t(q, h, s), kt = t(k, hk, l), vt = t(v, hk, l), want = t(o, h, s);
+    std::vector<float> ot(q.size());
+    a.layout = attention_layout::bshd;
+    run<P>(a, make_view(qt, {b, s, h, d}), make_view(kt, {b, l, hk, d}), make_view(vt, {b, l, hk, d}), make_view(ot, {b, s, h, d}));
+    for (std::size_t i = 0; i < ot.size(); ++i) CHECK(ot[i] == doctest::Approx(want[i]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("attention: head counts that do not divide, and shapes of the wrong layout, are shape errors") {
+  std::vector<float> q(1 * 4 * 3 * 8), k(1 * 3 * 5 * 8), o(q.size());
+  op::attention<float> a;
+  try {
+    run<P>(a, make_view(q, {1, 4, 3, 8}), make_view(k, {1, 3, 5, 8}), make_view(k, {1, 3, 5, 8}), make_view(o, {1, 4, 3, 8}));
+    FAIL("no shape_error");
+  } catch (const shape_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("Q has 4 heads and K 3") != std::string::npos);
+  }
+  // [B,S,H,D] K given as [B,Hkv,L,D]: its heads and positions are read from the other axes.
+  std::vector<float> k2(1 * 2 * 5 * 8);
+  a.layout = attention_layout::bshd;
+  CHECK_THROWS_AS(run<P>(a, make_view(q, {1, 3, 4, 8}), make_view(k2, {1, 2, 5, 8}), make_view(k2, {1, 5, 3, 8}),
+                         make_view(o, {1, 3, 4, 8})),
+                  shape_error);
+}

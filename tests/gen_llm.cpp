@@ -215,3 +215,80 @@ TEST_CASE("openai provider end to end: a served kernel is extracted, validated i
   CHECK(again.from_cache);
   CHECK(s.log().find("\"i\": 1") == std::string::npos);
 }
+
+TEST_CASE("openai provider: failures retrying cannot fix end the run at once, naming the cause and the URL") {
+  SUBCASE("nothing listens on the port") {
+    std::string url;
+    {
+      kgt::llm_server gone({});
+      url = gone.base_url();
+    }  // the server is closed: its port now refuses connections
+    gen::openai_options o;
+    o.base_url = url;
+    o.api_key = secret_key;
+    o.backoff_ms = 1000;  // a retry would show in the time below
+    auto prov = gen::openai_provider(o);
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto r = prov.complete(small_request(), {gemm_problem(), 0});
+    CHECK(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() < 0.9);
+    CHECK_FALSE(r.ok);
+    CHECK(r.fatal);
+    CHECK(r.attempts == 1);
+    CHECK(r.error.find(url) != std::string::npos);
+    CHECK(r.error.find("onnect") != std::string::npos);  // libcurl's "Couldn't connect to server"
+    CHECK(r.error.find(secret_key) == std::string::npos);
+  }
+  SUBCASE("a host name that does not resolve") {
+    gen::openai_options o;
+    o.base_url = "http://kforge-no-such-host.invalid/v1";  // .invalid never resolves (RFC 2606)
+    o.connect_timeout_ms = 5000;
+    auto prov = gen::openai_provider(o);
+    const auto r = prov.complete(small_request(), {gemm_problem(), 0});
+    CHECK_FALSE(r.ok);
+    CHECK(r.fatal);
+    CHECK(r.attempts == 1);
+    CHECK(r.error.find("kforge-no-such-host.invalid") != std::string::npos);
+  }
+  SUBCASE("401, 403 and 404 are the setup's fault; 400 is this request's") {
+    for (const int code : {401, 403, 404, 400}) {
+      kgt::llm_server s({{code, "{\"error\":\"no\"}"}});
+      auto prov = fast_provider(s);
+      const auto r = prov.complete(small_request(), {gemm_problem(), 0});
+      CAPTURE(code);
+      CHECK_FALSE(r.ok);
+      CHECK(r.attempts == 1);
+      CHECK(r.fatal == (code != 400));
+      CHECK(r.error.find(std::to_string(code)) != std::string::npos);
+      CHECK(r.error.find(s.base_url()) != std::string::npos);
+    }
+  }
+  SUBCASE("retries stop at the total time limit") {
+    kgt::llm_server s({{503, "{}"}, {503, "{}"}, {503, "{}"}, {503, "{}"}, {200, kgt::completion_body("late")}});
+    gen::openai_options o;
+    o.base_url = s.base_url();
+    o.max_retries = 4;
+    o.backoff_ms = 150;
+    o.max_backoff_ms = 2000;
+    o.total_timeout_ms = 400;  // 150 + 300 ms of backoff already pass it
+    auto prov = gen::openai_provider(o);
+    const auto r = prov.complete(small_request(), {gemm_problem(), 0});
+    CHECK_FALSE(r.ok);
+    CHECK_FALSE(r.fatal);
+    CHECK(r.attempts == 2);
+    CHECK(r.error.find("total limit of 400 ms") != std::string::npos);
+  }
+}
+
+TEST_CASE("gen::generate stops at the first fatal provider failure with a provider_error") {
+  KGT_NEED_VULKAN();
+  const auto cache = kgt::test_cache();
+  kgt::llm_server s({{404, "{\"error\":\"model not found\"}"}, {404, "{}"}, {404, "{}"}});
+  auto prov = fast_provider(s);
+  gen::generate_options o;
+  o.samples = 3;
+  o.force = true;
+  o.dir = cache / "records-fatal";
+  CHECK_THROWS_AS(gen::generate(gemm_problem(), prov, o), gen::provider_error);
+  CHECK(s.log().find("\"i\": 1") == std::string::npos);  // one request, not one per sample
+  CHECK(std::distance(std::filesystem::directory_iterator(o.dir), {}) == 1);  // its record was kept
+}

@@ -280,7 +280,7 @@ TEST_CASE("vulkan autotune: device tensors resolve on the device: default, cache
   const kforge::index_t m = 37, n = 21, k = 19;
   const kforge::problem p = gemm_problem(m, n, k);
   const tune::device_identity id = tune::vulkan_identity(*ctx);
-  const std::string dflt = tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, m, n));
+  const std::string dflt = tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, m, n, k));
 
   // A miss without tune-on-miss runs what policy::vulkan<> runs.
   tune::resolution r = autotune_on_device(*ctx, m, n, k);
@@ -295,10 +295,10 @@ TEST_CASE("vulkan autotune: device tensors resolve on the device: default, cache
     CHECK(r.bucket == "2048x2048x8");
     CHECK(r.source == "default");
     CHECK(r.candidate ==
-          tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, e, e)));
+          tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, e, e, 8)));
   }
-  CHECK(tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 2048, 2048)) !=
-        tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 1100, 1100)));
+  CHECK(tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 2048, 2048, 8)) !=
+        tune::vulkan_config_name(kforge::vulkan::gemm_default_config(ctx->info(), p.type, 1100, 1100, 8)));
 
   // A cached Vulkan winner for this device runs (a config other than the default).
   const auto space = tune::vulkan_gemm_candidates(*ctx, p);

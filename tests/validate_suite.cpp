@@ -6,6 +6,10 @@
 
 #include "policy_suite.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
 using namespace kforge;
 
 namespace {
@@ -129,4 +133,89 @@ TEST_CASE("unsupported dtype and unknown names are typed errors") {
   g.epilogue = "sparkle";
   std::vector<host_tensor> gs = allocate(g);
   CHECK_THROWS_AS(execute<policy::eigen>(g, gs), argument_error);
+}
+
+namespace {
+/// Attention on a problem's host tensors, written out, with the knobs of
+/// plausible kernels: P rounded to f16 before P·V (right, under the f16
+/// tolerance), and wrong ones — a causal mask shifted by `mask_shift` keys, the
+/// last key dropped, the last query row of each head never written.
+struct attention_kernel {
+  bool round_p = false, drop_key = false, skip_row = false;
+  index_t mask_shift = 0;
+  void operator()(const problem& p, std::vector<host_tensor>& ts) const {
+    const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
+    const index_t l = attention_traits::keys(p), hk = attention_traits::kv_heads(p);
+    const bool bshd = attention_traits::layout(p) == attention_layout::bshd;
+    const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(static_cast<double>(d));
+    auto at = [&](const host_tensor& x, index_t bi, index_t hi, index_t row, index_t e) {
+      const int ha = bshd ? 2 : 1, sa = bshd ? 1 : 2;
+      return x.get(bi * x.strides[0] + hi * x.strides[ha] + row * x.strides[sa] + e * x.strides[3]);
+    };
+    host_tensor& o = ts[3];
+    for (index_t bi = 0; bi < b; ++bi)
+      for (index_t hi = 0; hi < h; ++hi)
+        for (index_t i = 0; i < (skip_row ? s - 1 : s); ++i) {
+          index_t n = p.causal ? std::clamp<index_t>(i + 1 + mask_shift, 0, l) : l;
+          if (drop_key) n = std::max<index_t>(0, n - 1);
+          std::vector<double> sc(static_cast<std::size_t>(n));
+          double mx = -std::numeric_limits<double>::infinity();
+          for (index_t j = 0; j < n; ++j) {
+            double dot = 0;
+            for (index_t e = 0; e < d; ++e) dot += at(ts[0], bi, hi, i, e) * at(ts[1], bi, hi / (h / hk), j, e);
+            sc[static_cast<std::size_t>(j)] = static_cast<float>(dot * scale);
+            mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
+          }
+          double sum = 0;
+          for (auto& x : sc) sum += (x = static_cast<float>(std::exp(x - mx)));
+          for (index_t e = 0; e < d; ++e) {
+            double acc = 0;
+            for (index_t j = 0; j < n; ++j) {
+              const double pj = round_p ? static_cast<float>(half(static_cast<float>(sc[static_cast<std::size_t>(j)])))
+                                        : sc[static_cast<std::size_t>(j)];
+              acc += pj * at(ts[2], bi, hi / (h / hk), j, e);
+            }
+            const index_t off = bi * o.strides[0] + hi * o.strides[bshd ? 2 : 1] + i * o.strides[bshd ? 1 : 2] + e * o.strides[3];
+            o.set(off, n == 0 ? 0.0f : static_cast<float>(acc / sum));
+          }
+        }
+  }
+};
+}  // namespace
+
+// The f16 tolerance (ops/attention.hpp) takes P rounded to f16 and nothing
+// wider: the kernel that rounds P passes every attention problem of the
+// catalog in f16, and each wrong kernel fails at least one of them.
+TEST_CASE("attention f16: rounding P to f16 passes the suite; wrong scale, mask, key or row do not") {
+  std::vector<problem> att;
+  for (const problem& p : test_problems(dtype::f16))
+    if (p.op == "attention") att.push_back(p);
+  REQUIRE(att.size() >= 10);
+  double worst = 0;
+  for (const problem& p : att) {
+    CAPTURE(describe(p));
+    const report r = validate(p, executor(attention_kernel{true}));
+    CHECK(r.all_passed);
+    worst = std::max(worst, r.max_rel_err);
+  }
+  MESSAGE("f16 P: largest error / error scale over the catalog's attention problems: " << worst);
+  auto rejected = [&](const executor& k) {
+    for (const problem& p : att)
+      if (!validate(p, k).all_passed) return true;
+    return false;
+  };
+  CHECK(rejected([](const problem& q, std::vector<host_tensor>& ts) {
+    problem r = q;
+    r.scale = 1.0f;
+    attention_kernel{true}(r, ts);
+  }));
+  attention_kernel hides_diagonal{true}, sees_next{true}, drops_key{true}, skips_row{true};
+  hides_diagonal.mask_shift = -1;
+  sees_next.mask_shift = 1;
+  drops_key.drop_key = true;
+  skips_row.skip_row = true;
+  CHECK(rejected(hides_diagonal));
+  CHECK(rejected(sees_next));
+  CHECK(rejected(drops_key));
+  CHECK(rejected(skips_row));
 }

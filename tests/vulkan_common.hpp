@@ -31,6 +31,13 @@ inline std::string test_cache_dir() {
   return dir;
 }
 
+/// The per-wait timeout of the tests' contexts: lavapipe compiles a pipeline
+/// inside the first submission that uses it, and with a cold Mesa shader
+/// cache on a loaded 2-core machine (ctest -j2 beside a build) a submission
+/// with several new pipelines took more than the default 5 s. A wait that
+/// hangs still ends, 60 s later; the timeout's own test sets its own.
+inline constexpr std::chrono::milliseconds test_wait_timeout{60000};
+
 /// The default context for tests, or nullptr (with a printed reason) when no
 /// Vulkan device exists. Validation is on wherever the layer is installed.
 inline vulkan::context* test_context() {
@@ -38,14 +45,16 @@ inline vulkan::context* test_context() {
     try {
       if (!vulkan::validation_layer_available())
         std::printf("kforge vulkan tests: VK_LAYER_KHRONOS_validation not installed; running without it\n");
-      return &vulkan::reset_default_context(
-          {.validation = vulkan::validation_layer_available() ? 1 : 0, .cache_dir = test_cache_dir()});
+      return &vulkan::reset_default_context({.validation = vulkan::validation_layer_available() ? 1 : 0,
+                                             .timeout = test_wait_timeout, .cache_dir = test_cache_dir()});
     } catch (const vulkan::no_device& e) {
       std::printf("kforge vulkan tests skipped: %s\n", e.what());
       return nullptr;
     }
   }();
-  if (ctx && ctx->lost()) ctx = &vulkan::reset_default_context({.validation = vulkan::validation_layer_available() ? 1 : 0, .cache_dir = test_cache_dir()});
+  if (ctx && ctx->lost())
+    ctx = &vulkan::reset_default_context({.validation = vulkan::validation_layer_available() ? 1 : 0,
+                                          .timeout = test_wait_timeout, .cache_dir = test_cache_dir()});
   return ctx;
 }
 

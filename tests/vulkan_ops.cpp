@@ -4,7 +4,13 @@
 // zero messages allowed. Sizes stay small: lavapipe is slow.
 #include "vulkan_common.hpp"
 
+#include <spirv-tools/libspirv.hpp>
+#include <spirv-tools/optimizer.hpp>
+
+#include <functional>
 #include <limits>
+#include <map>
+#include <unordered_map>
 
 using namespace kforge;
 using kft::check_close;
@@ -12,6 +18,11 @@ using kft::convert;
 using kft::random_floats;
 
 namespace {
+// lavapipe compiles a pipeline at its first dispatch, inside the wait: the
+// attention kernels' take seconds on a busy 2-core machine, so this suite's
+// waits get 60 s unless KFORGE_VK_TIMEOUT_MS says otherwise.
+const bool long_timeout = [] { return ::setenv("KFORGE_VK_TIMEOUT_MS", "60000", 0) == 0; }();
+
 constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
 constexpr float inf_f = std::numeric_limits<float>::infinity();
 
@@ -246,37 +257,106 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
   KFT_NO_VALIDATION_MESSAGES();
 }
 
-TEST_CASE_TEMPLATE("vulkan flash attention matches eigen", T, float, half) {
+namespace {
+// One attention call: B, H query heads over Hkv KV heads, S queries, L keys, head dims D, Dv.
+struct attn_case {
+  index_t b, h, hkv, s, l, d, dv;
+  bool causal = false, bshd = false;
+  shape dims(index_t heads, index_t rows, index_t dim) const {
+    return bshd ? shape{b, rows, heads, dim} : shape{b, heads, rows, dim};
+  }
+  vulkan::attention_dims vk() const { return {b, h, hkv, s, l, d, dv, causal, bshd}; }
+  std::string str() const {
+    return "attention B" + std::to_string(b) + " H" + std::to_string(h) + " Hkv" + std::to_string(hkv) + " S" +
+           std::to_string(s) + " L" + std::to_string(l) + " D" + std::to_string(d) + " Dv" + std::to_string(dv) +
+           (causal ? " causal" : "") + (bshd ? " bshd" : "");
+  }
+};
+
+/// Runs c on policy P and on Eigen with random inputs (v_edit may change V
+/// first) and compares; returns the output.
+template <class T, class P = policy::vulkan<>>
+std::vector<T> attention_case(const attn_case& c, unsigned seed, const std::function<void(std::vector<T>&)>& v_edit = {}) {
+  const shape qs = c.dims(c.h, c.s, c.d), ks = c.dims(c.hkv, c.l, c.d), vs = c.dims(c.hkv, c.l, c.dv), os = c.dims(c.h, c.s, c.dv);
+  auto q = convert<T>(random_floats(static_cast<std::size_t>(qs.numel()), seed));
+  auto k = convert<T>(random_floats(static_cast<std::size_t>(ks.numel()), seed + 1));
+  auto v = convert<T>(random_floats(static_cast<std::size_t>(vs.numel()), seed + 2));
+  if (v_edit) v_edit(v);
+  std::vector<T> o(static_cast<std::size_t>(os.numel())), ref(o.size());
+  op::attention<T> a;
+  a.causal = c.causal;
+  a.layout = c.bshd ? attention_layout::bshd : attention_layout::bhsd;
+  run<P>(a, make_view(q, qs), make_view(k, ks), make_view(v, vs), make_view(o, os));
+  run<policy::eigen>(a, make_view(q, qs), make_view(k, ks), make_view(v, vs), make_view(ref, os));
+  check_close(c.str(), o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
+  return o;
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, causal S < L and S > L, decode", T, float, half) {
   KFT_NEED_DEVICE();
-  struct cfg {
-    index_t b, h, s, l, d, dv;
-    bool causal;
-  };
-  const cfg cases[] = {{1, 1, 1, 1, 1, 1, false}, {1, 2, 7, 17, 8, 5, true}, {2, 1, 33, 33, 16, 16, true},
-                       {1, 3, 3, 300, 7, 9, false}, {1, 1, 5, 3, 4, 4, true},
-                       // head dims of the cooperative-matrix kernel (f16 where the device has it):
-                       // S past one 64-row block, L not a multiple of the 32-key block
-                       {1, 2, 70, 100, 64, 64, false}, {2, 1, 65, 33, 32, 16, true}, {1, 1, 130, 129, 48, 64, true},
-                       {1, 2, 40, 50, 16, 48, false}};
+  const auto& info = ctx->info();
+  const bool coop = dtype_of<T>() == dtype::f16 && vulkan::coopmat_f16_available(info);
+  const attn_case cases[] = {
+      {1, 1, 1, 1, 1, 1, 1}, {1, 2, 2, 7, 17, 8, 5, true}, {2, 1, 1, 33, 33, 16, 16, true}, {1, 3, 3, 3, 300, 7, 9},
+      {1, 1, 1, 5, 3, 4, 4, true},
+      // The tensor-core head dims (f16 where the device has cooperative matrices; the scalar kernel
+      // elsewhere), on query and key counts just below and above the kernels' 64- and 128-row blocks
+      // and 32- and 64-key blocks.
+      {1, 2, 2, 63, 65, 64, 64, true}, {1, 2, 1, 129, 127, 64, 64}, {1, 1, 1, 65, 33, 80, 80, true},
+      {1, 2, 2, 70, 100, 96, 96, false, true}, {1, 2, 1, 127, 129, 128, 128, true}, {1, 1, 1, 65, 64, 256, 256, true},
+      {2, 4, 2, 40, 31, 32, 16}, {1, 1, 1, 130, 129, 48, 64, true},
+      // Grouped KV heads in both layouts; causal with S > L (the last queries see every key).
+      {2, 8, 2, 33, 17, 64, 64, true, true}, {1, 6, 3, 100, 50, 16, 16, true},
+      // Decode: a few queries per KV head against long keys (the split kernel and its merge).
+      {1, 8, 2, 1, 1000, 64, 64}, {2, 4, 1, 1, 1500, 128, 128, false, true}, {1, 4, 4, 3, 1100, 32, 32, true},
+      {1, 16, 1, 1, 300, 80, 80}, {1, 2, 1, 8, 513, 17, 9, true}};
   unsigned seed = 40;
+  int split = 0, coopmat = 0, scalar = 0;
   for (const auto& c : cases) {
-    auto q = convert<T>(random_floats(static_cast<std::size_t>(c.b * c.h * c.s * c.d), seed++));
-    auto k = convert<T>(random_floats(static_cast<std::size_t>(c.b * c.h * c.l * c.d), seed++));
-    auto v = convert<T>(random_floats(static_cast<std::size_t>(c.b * c.h * c.l * c.dv), seed++));
-    const shape os{c.b, c.h, c.s, c.dv};
-    std::vector<T> o(static_cast<std::size_t>(os.numel())), ref(o.size());
-    op::attention<T> a;
-    a.causal = c.causal;
-    run<policy::vulkan<>>(a, make_view(q, {c.b, c.h, c.s, c.d}), make_view(k, {c.b, c.h, c.l, c.d}),
-                          make_view(v, {c.b, c.h, c.l, c.dv}), make_view(o, os));
-    run<policy::eigen>(a, make_view(q, {c.b, c.h, c.s, c.d}), make_view(k, {c.b, c.h, c.l, c.d}),
-                       make_view(v, {c.b, c.h, c.l, c.dv}), make_view(ref, os));
-    check_close("attention " + os.str() + (c.causal ? " causal" : ""), o, ref, {1.0f},
-                attention_tolerance(dtype_of<T>(), c.d, c.l));
-    // Where the device has cooperative matrices, f16 heads of these dims take that kernel.
-    if (dtype_of<T>() == dtype::f16 && vulkan::coopmat_f16_available(ctx->info()))
-      CHECK(vulkan::attention_coopmat_applies(ctx->info(), dtype::f16, c.d, c.dv) ==
-            (c.d % 16 == 0 && c.dv % 16 == 0 && c.d <= 64 && c.dv <= 64));
+    attention_case<T>(c, seed += 3);
+    const auto kind = vulkan::attention_kernel_for(info, dtype_of<T>(), c.vk());
+    // Few rows per KV head take the split kernel (where its shared memory fits the device), the rest
+    // the coopmat kernel where it applies.
+    const bool few = c.h / c.hkv * c.s <= vulkan::attention_split_max_rows &&
+                     vulkan::attention_split_shared_bytes(c.vk()) <= info.max_shared_memory;
+    CHECK_MESSAGE(kind == (few ? vulkan::attention_kernel::split
+                           : coop && c.d % 16 == 0 && c.dv % 16 == 0 ? vulkan::attention_kernel::coopmat
+                                                                       : vulkan::attention_kernel::scalar),
+                  c.str());
+    split += kind == vulkan::attention_kernel::split;
+    coopmat += kind == vulkan::attention_kernel::coopmat;
+    scalar += kind == vulkan::attention_kernel::scalar;
+  }
+  CHECK(split >= 5);
+  CHECK(scalar + coopmat >= 10);
+  if (coop) CHECK(coopmat >= 8);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach the output, on every kernel", T, float, half) {
+  KFT_NEED_DEVICE();
+  // Causal: V row 40 (of its KV head) is Inf in column 3; rows before 40 must be finite and match Eigen.
+  const attn_case cases[] = {{1, 2, 1, 70, 90, 64, 64, true},          // scalar (f32), coopmat (f16 with tensor cores)
+                             {1, 4, 2, 70, 90, 32, 32, true, true},    // the same in [B,S,H,D]
+                             {1, 2, 1, 3, 90, 16, 16, true},           // split: keys >= S are never read
+                             {1, 2, 1, 8, 90, 16, 16, true}};          // split: row i < 7 masks key 7
+  for (const auto& c : cases) {
+    const index_t bad_key = std::min<index_t>(40, c.s - 1), dv = c.dv;
+    const auto o = attention_case<T>(c, 70, [&](std::vector<T>& v) {
+      for (index_t hk = 0; hk < c.hkv; ++hk) {
+        const index_t at = c.bshd ? (bad_key * c.hkv + hk) * dv + 3 : (hk * c.l + bad_key) * dv + 3;
+        v[static_cast<std::size_t>(at)] = T(std::numeric_limits<float>::infinity());
+      }
+    });
+    for (index_t h = 0; h < c.h; ++h)
+      for (index_t i = 0; i < c.s; ++i)
+        for (index_t e = 0; e < dv; ++e) {
+          const index_t at = c.bshd ? (i * c.h + h) * dv + e : (h * c.s + i) * dv + e;
+          const float x = static_cast<float>(o[static_cast<std::size_t>(at)]);
+          if (i < bad_key || e != 3) CHECK_MESSAGE(std::isfinite(x), c.str() << " row " << i << " column " << e);
+          else CHECK_MESSAGE(std::isinf(x), c.str() << " row " << i << " sees the Inf");
+        }
   }
   KFT_NO_VALIDATION_MESSAGES();
 }
@@ -287,36 +367,30 @@ TEST_CASE("vulkan attention: the coopmat knob picks the kernel; an infinite V va
     MESSAGE("skipped: no 16-bit storage");
     return;
   }
-  const index_t b = 1, h = 2, s = 40, l = 50, d = 32;
-  auto q = convert<half>(random_floats(static_cast<std::size_t>(b * h * s * d), 90));
-  auto k = convert<half>(random_floats(static_cast<std::size_t>(b * h * l * d), 91));
-  auto v = convert<half>(random_floats(static_cast<std::size_t>(b * h * l * d), 92));
-  const shape qs{b, h, s, d}, ks{b, h, l, d};
-  std::vector<half> o(static_cast<std::size_t>(qs.numel())), ref(o.size());
-  op::attention<half> a;
-  run<policy::eigen>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(ref, qs));
-  // coopmat<false>: the scalar kernel, on every device.
-  run<policy::vulkan<policy::coopmat<false>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
-  check_close("attention coopmat<false>", o, ref, {1.0f}, attention_tolerance(dtype::f16, d, l));
+  const auto& info = ctx->info();
+  const attn_case c{1, 2, 2, 40, 50, 32, 32};
+  // coopmat<false>: never the tensor-core kernel; prefill takes the scalar one.
+  attention_case<half, policy::vulkan<policy::coopmat<false>>>(c, 90);
+  CHECK(vulkan::attention_kernel_for(info, dtype::f16, c.vk(), 0) == vulkan::attention_kernel::scalar);
+  CHECK(vulkan::attention_kernel_for(info, dtype::f32, c.vk(), -1) == vulkan::attention_kernel::scalar);
   // coopmat<true>: required; refused where the head dims or the device do not allow it.
-  std::vector<half> q17(static_cast<std::size_t>(b * h * s * 17)), k17(static_cast<std::size_t>(b * h * l * 17));
-  std::vector<half> o17(static_cast<std::size_t>(qs.numel()));
-  CHECK_THROWS_AS(run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q17, {b, h, s, 17}),
-                                                              make_view(k17, {b, h, l, 17}), make_view(v, ks),
-                                                              make_view(o17, qs)),
-                  unsupported_error);
-  if (vulkan::coopmat_f16_available(ctx->info())) {
-    run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
-    check_close("attention coopmat<true>", o, ref, {1.0f}, attention_tolerance(dtype::f16, d, l));
+  using coop_on = policy::vulkan<policy::coopmat<true>>;
+  const auto required = [](const attn_case& x, unsigned seed) { attention_case<half, coop_on>(x, seed); };
+  attn_case c17 = c;
+  c17.d = 17;
+  CHECK_THROWS_AS(required(c17, 91), unsupported_error);
+  if (vulkan::coopmat_f16_available(info)) {
+    required(c, 92);
+    // coopmat<true> also takes decode shapes (the split kernel is not a tensor-core kernel).
+    required({1, 8, 2, 1, 300, 64, 64}, 93);
+    CHECK(vulkan::attention_kernel_for(info, dtype::f16, c.vk()) == vulkan::attention_kernel::coopmat);
   } else {
-    CHECK_THROWS_AS(run<policy::vulkan<policy::coopmat<true>>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks),
-                                                                make_view(o, qs)),
-                    unsupported_error);
+    CHECK_THROWS_AS(required(c, 92), unsupported_error);
   }
   // Scores that grow by about 13 per 32-key block (k rows 0.1·j, q rows of ones): the running max
   // moves in every block, which the coopmat kernel's lazy rescaling handles by a rescale each time.
   {
-    const index_t lg = 100;
+    const index_t s = 40, d = 32, lg = 100;
     std::vector<half> qg(static_cast<std::size_t>(s * d), half(1.0f)), kg(static_cast<std::size_t>(lg * d));
     std::vector<half> vg = convert<half>(random_floats(static_cast<std::size_t>(lg * d), 93));
     for (index_t j = 0; j < lg; ++j)
@@ -333,9 +407,125 @@ TEST_CASE("vulkan attention: the coopmat knob picks the kernel; an infinite V va
                   attention_tolerance(dtype::f16, d, lg));
     }
   }
-  // +Inf in V: every output in that column of every row of that head is NaN or ±Inf, whichever kernel runs.
-  v[static_cast<std::size_t>(7 * d + 3)] = half(std::numeric_limits<float>::infinity());
-  run<policy::vulkan<>>(a, make_view(q, qs), make_view(k, ks), make_view(v, ks), make_view(o, qs));
-  for (index_t row = 0; row < s; ++row) CHECK(!std::isfinite(static_cast<float>(o[static_cast<std::size_t>(row * d + 3)])));
+  // +Inf in a V row every query sees (no mask): that column of every row is NaN or ±Inf, whichever kernel runs.
+  for (const attn_case& ci : {c, attn_case{1, 4, 2, 1, 300, 32, 32}}) {
+    const auto o = attention_case<half>(ci, 94, [&](std::vector<half>& v) {
+      v[static_cast<std::size_t>(7 * ci.dv + 3)] = half(std::numeric_limits<float>::infinity());
+    });
+    for (index_t h = 0; h < ci.h / ci.hkv; ++h)  // the query heads of KV head 0
+      for (index_t row = 0; row < ci.s; ++row)
+        CHECK(!std::isfinite(static_cast<float>(o[static_cast<std::size_t>((h * ci.s + row) * ci.dv + 3)])));
+  }
   KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan attention: shape errors name both head counts") {
+  KFT_NEED_DEVICE();
+  std::vector<float> q(4 * 3 * 8), k(3 * 5 * 8), o(q.size());
+  op::attention<float> a;
+  try {
+    run<policy::vulkan<>>(a, make_view(q, {1, 4, 3, 8}), make_view(k, {1, 3, 5, 8}), make_view(k, {1, 3, 5, 8}),
+                          make_view(o, {1, 4, 3, 8}));
+    FAIL("no shape_error");
+  } catch (const shape_error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("4 heads") != std::string::npos);
+    CHECK(m.find("K 3") != std::string::npos);
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+namespace {
+/// A module with its specialization constants frozen at `spec` (id → value), validated.
+std::vector<std::uint32_t> specialise(const std::vector<std::uint32_t>& spv, const std::vector<std::uint32_t>& spec) {
+  std::unordered_map<std::uint32_t, std::string> values;
+  for (std::size_t i = 0; i < spec.size(); ++i) values[static_cast<std::uint32_t>(i)] = std::to_string(spec[i]);
+  spvtools::Optimizer opt(SPV_ENV_VULKAN_1_1);
+  opt.RegisterPass(spvtools::CreateSetSpecConstantDefaultValuePass(values))
+      .RegisterPass(spvtools::CreateFreezeSpecConstantValuePass())
+      .RegisterPass(spvtools::CreateFoldSpecConstantOpAndCompositePass());
+  std::vector<std::uint32_t> out;
+  REQUIRE(opt.Run(spv.data(), spv.size(), &out));
+  std::string log;
+  spvtools::SpirvTools tools(SPV_ENV_VULKAN_1_1);
+  tools.SetMessageConsumer([&](spv_message_level_t, const char*, const spv_position_t&, const char* m) { log += m; });
+  CHECK_MESSAGE(tools.Validate(out), log);
+  return out;
+}
+/// Bytes of the Workgroup (shared) variables of a specialised module.
+std::uint64_t shared_bytes(const std::vector<std::uint32_t>& spv) {
+  std::map<std::uint32_t, std::uint64_t> size, constant;
+  std::map<std::uint32_t, std::uint32_t> pointee;
+  std::uint64_t total = 0;
+  for (std::size_t i = 5; i < spv.size();) {
+    const std::uint32_t op = spv[i] & 0xffffu, wc = spv[i] >> 16;
+    if (!wc) break;
+    if (op == 21 || op == 22) size[spv[i + 1]] = spv[i + 2] / 8;                                       // OpTypeInt/Float
+    if (op == 23) size[spv[i + 1]] = size[spv[i + 2]] * spv[i + 3];                                    // OpTypeVector
+    if (op == 43) constant[spv[i + 2]] = spv[i + 3];                                                   // OpConstant
+    if (op == 28) size[spv[i + 1]] = size[spv[i + 2]] * constant[spv[i + 3]];                          // OpTypeArray
+    if (op == 32) pointee[spv[i + 1]] = spv[i + 3];                                                    // OpTypePointer
+    if (op == 59 && spv[i + 3] == 4) total += size[pointee[spv[i + 1]]];                               // OpVariable Workgroup
+    i += wc;
+  }
+  return total;
+}
+}  // namespace
+
+// No device needed: glslang compiles the attention kernels, the interface
+// matches what the host binds, and each cooperative-matrix tiling the host
+// picks, specialised for every head dim, is valid SPIR-V whose shared
+// memory is what the host budgets (at most the H100's 48 KiB).
+TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat for every head dim") {
+  const auto v = vulkan::detail::make_variant("attention_coopmat", vulkan::shaders::attention_coopmat, dtype::f16,
+                                              {{"KF_COOPMAT", "1"}});
+  std::vector<std::uint32_t> spv;
+  REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
+  CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 40, {0, 1, 2, 3, 4}}));
+  vulkan::device_info h100;  // what the kernel choice reads of an H100
+  h100.name = "H100";
+  h100.nv_coopmat_f16_16x16x16 = h100.storage_16bit = h100.fp16_arithmetic = true;
+  h100.subgroup_size = 32, h100.max_shared_memory = 49152, h100.max_workgroup_invocations = 1024;
+  const std::pair<index_t, index_t> dims[] = {{16, 16}, {32, 32}, {48, 64}, {64, 64}, {80, 80},
+                                              {96, 96}, {128, 128}, {64, 128}, {256, 256}};
+  for (const auto& [d, dv] : dims) {
+    CAPTURE(d);
+    CAPTURE(dv);
+    REQUIRE(vulkan::attention_coopmat_applies(h100, dtype::f16, d, dv));
+    std::vector<vulkan::attention_coopmat_config> tilings = {vulkan::attention_coopmat_default(d, dv)};
+    for (std::uint32_t w : {4u, 8u})
+      for (std::uint32_t rf : {1u, 2u})
+        for (std::uint32_t bkv : {32u, 64u}) tilings.push_back({w, rf, bkv});
+    for (const auto& c : tilings) {
+      if (!vulkan::attention_coopmat_check(h100, dtype::f16, d, dv, c).empty()) continue;
+      CAPTURE(c.str());
+      const auto s = specialise(spv, {32 * c.warps, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(dv), c.bkv, c.rf});
+      CHECK(shared_bytes(s) == vulkan::attention_coopmat_shared_bytes(c, d, dv));
+      CHECK(shared_bytes(s) <= 49152);
+    }
+  }
+  CHECK(!vulkan::attention_coopmat_applies(h100, dtype::f16, 272, 272));
+  CHECK(!vulkan::attention_coopmat_applies(h100, dtype::f16, 72, 72));
+  CHECK(!vulkan::attention_coopmat_applies(h100, dtype::f32, 64, 64));
+  // The split kernel and its merge, both dtypes and load widths; their shared memory as budgeted.
+  for (const dtype dt : {dtype::f32, dtype::f16})
+    for (const char* vec : {"1", "4"}) {
+      const auto sv = vulkan::detail::make_variant("attention_split", vulkan::shaders::attention_split, dt, {{"KF_VEC", vec}});
+      std::vector<std::uint32_t> sspv;
+      REQUIRE_NOTHROW(sspv = vulkan::shader_compiler::compile(sv));
+      CHECK_NOTHROW(vulkan::check_interface(sv.name, sspv, {5, 48, {0, 1, 2, 3}}));
+      for (const vulkan::attention_dims a : {vulkan::attention_dims{1, 32, 8, 1, 4096, 128, 128},
+                                            vulkan::attention_dims{1, 16, 1, 1, 100, 256, 256},
+                                            vulkan::attention_dims{2, 8, 2, 2, 100, 64, 64},
+                                            vulkan::attention_dims{1, 4, 1, 1, 100, 63, 63}})
+        if ((vec[0] == '4') == (a.d % 4 == 0)) {
+          const auto s = specialise(sspv, {vulkan::attention_split_wg, static_cast<std::uint32_t>(a.d),
+                                           static_cast<std::uint32_t>(a.dv), static_cast<std::uint32_t>(a.group() * a.s)});
+          CHECK(shared_bytes(s) == vulkan::attention_split_shared_bytes(a));
+        }
+    }
+  const auto mv = vulkan::detail::make_variant("attention_merge", vulkan::shaders::attention_merge, dtype::f16, {});
+  std::vector<std::uint32_t> mspv;
+  REQUIRE_NOTHROW(mspv = vulkan::shader_compiler::compile(mv));
+  CHECK_NOTHROW(vulkan::check_interface(mv.name, mspv, {2, 48, {0, 1, 2}}));
 }

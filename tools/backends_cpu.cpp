@@ -13,13 +13,20 @@
 namespace kforge::tool {
 
 void register_cpu(std::vector<policy_entry>& out) {
-  out.push_back({"eigen", "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
-                              std::to_string(EIGEN_MINOR_VERSION) + " (reference)",
-                 &execute<policy::eigen>});
-  out.push_back({"blocked", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", 1 thread",
-                 &execute<policy::blocked<>>});
-  out.push_back({"threaded", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", thread pool",
-                 &execute<policy::threaded<>>});
+  auto add = [&](std::string name, std::string detail, auto run_fn) {
+    policy_entry e;  // named members: the optional ones keep their defaults
+    e.name = std::move(name);
+    e.detail = std::move(detail);
+    e.execute = run_fn;
+    out.push_back(std::move(e));
+  };
+  add("eigen",
+      "Eigen " + std::to_string(EIGEN_WORLD_VERSION) + "." + std::to_string(EIGEN_MAJOR_VERSION) + "." +
+          std::to_string(EIGEN_MINOR_VERSION) + " (reference)",
+      &execute<policy::eigen>);
+  add("blocked", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", 1 thread", &execute<policy::blocked<>>);
+  add("threaded", "micro-kernel " + cpu::microkernel_name<policy::blocked<>>() + ", thread pool",
+      &execute<policy::threaded<>>);
 }
 
 namespace {

@@ -2,6 +2,8 @@
 // the kforge tool's commands (cli.hpp).
 #include "cli.hpp"
 
+#include <time.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -14,8 +16,8 @@ namespace {
 // The tool's own options; each op family adds its own (traits' options()).
 const std::vector<std::string> value_options = {
     "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
-    "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed", "vs",
-    "strategy", "budget", "trials", "device", "roofline"};
+    "total-timeout-ms", "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed",
+    "vs", "strategy", "budget", "trials", "device", "roofline"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated"};
 
 /// Every op family's option of this name (a name may serve several families, e.g. --slope).
@@ -177,13 +179,30 @@ const std::vector<policy_entry>& policies() {
   return all;
 }
 
+std::string known_policies() {
+  std::string known;
+  for (const auto& p : policies()) known += (known.empty() ? "" : ", ") + p.name;
+#if defined(KFORGE_TOOL_HAS_TUNE)
+  known += ", autotune";
+#endif
+  return known;
+}
+
 const policy_entry& find_policy(const std::string& name) {
   for (const auto& p : policies())
     if (p.name == name) return p;
-  std::string known;
-  for (const auto& p : policies()) known += (known.empty() ? "" : ", ") + p.name;
   if (name == "vulkan") throw environment_error(vulkan_problem());
-  throw usage_error("unknown policy '" + name + "' (available: " + known + ")");
+  throw usage_error("unknown policy '" + name + "' (available: " + known_policies() + ")");
+}
+
+// autotune.cpp: resolves --policy autotune for p.
+chosen_policy resolve_autotune(const problem& p);
+
+chosen_policy choose_policy(const std::string& name, const problem& p) {
+  if (name == "autotune" || name == "auto") return resolve_autotune(p);
+  const policy_entry& e = find_policy(name);
+  require_available(e);
+  return {e, std::nullopt};
 }
 
 std::string default_policy() {
@@ -198,18 +217,43 @@ void require_available(const policy_entry& e) {
     throw environment_error("policy " + e.name + " is unavailable: " + why);
 }
 
+double process_cpu_seconds() {
+  timespec t{};
+  ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
 timing time_policy(const policy_entry& e, const problem& p, std::vector<host_tensor> ts, int reps) {
   e.execute(p, ts);  // warm-up: compiles shaders, fills caches, wakes threads
-  std::vector<double> t, dev;
+  std::vector<double> t, dev, cpu;
   for (int i = 0; i < reps; ++i) {
+    const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     e.execute(p, ts);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    cpu.push_back(process_cpu_seconds() - c0);
     if (const double d = e.device_seconds(); d >= 0) dev.push_back(d);
   }
   std::sort(t.begin(), t.end());
   std::sort(dev.begin(), dev.end());
-  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? dev[dev.size() / 2] : -1.0};
+  std::sort(cpu.begin(), cpu.end());
+  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? dev[dev.size() / 2] : -1.0, cpu[cpu.size() / 2]};
+}
+
+gpu_times time_gpu(const policy_entry& e, const problem& p, const std::vector<host_tensor>& ts, int reps) {
+  gpu_times g;
+  g.host_view = time_policy(e, p, ts, reps);
+  g.resident = e.time_resident(p, ts, reps);
+  return g;
+}
+
+std::string transfer_text(const gpu_times& g) {
+  const resident_timing& r = g.resident;
+  return "kernels " + fmt("%.4f", r.kernel_s * 1e3) + " ms (" +
+         (r.gpu_timestamps ? "GPU timestamps" : "wall per call: no GPU timestamps") +
+         ", device-resident, median of " + std::to_string(r.samples) + ") | transfers: upload " +
+         fmt("%.4f", r.upload_s * 1e3) + " ms, download " + fmt("%.4f", r.download_s * 1e3) +
+         " ms | host-view call " + fmt("%.4f", g.host_view.median_s * 1e3) + " ms (upload + kernels + download, wall)";
 }
 
 std::string throughput(const problem& p, double seconds, double* value, std::string* unit) {

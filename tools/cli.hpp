@@ -57,15 +57,53 @@ const policy_entry& find_policy(const std::string& name);
 std::string default_policy();
 void require_available(const policy_entry& e);
 
+/// What `--policy autotune` resolved to for one problem (autotune.cpp).
+struct autotune_choice {
+  std::string policy;   ///< what runs: a CPU gemm space name (gemm) or a policy of the tool
+  std::string knobs;    ///< its knobs as JSON ({} where it has none)
+  std::string device;   ///< the cache's device identity (the CPU: --policy autotune runs on host views)
+  std::string bucket;   ///< the problem's shape bucket
+  std::string source;   ///< cache, tuned, default, or "default: <why>"
+  bool from_cache = false;
+  std::string cache_file;
+  std::string text() const;        ///< one line for the text output
+  std::string json() const;        ///< an object for --json
+};
+/// A policy named on the command line, for problem p: a registered policy,
+/// or "autotune" resolved for p as policy::autotune resolves it (the tuning
+/// cache; tuning on a miss with KFORGE_AUTOTUNE=1; the default otherwise).
+/// A tuning cache that does not parse is an environment_error (exit 3) and is
+/// left untouched. Unavailable policies throw environment_error too.
+struct chosen_policy {
+  policy_entry entry;
+  std::optional<autotune_choice> autotune;
+};
+chosen_policy choose_policy(const std::string& name, const problem& p);
+/// The policy names of a --policy list ("autotune" included where built).
+std::string known_policies();
+
 struct timing {
   double median_s = 0, min_s = 0;
   int reps = 0;
   double device_median_s = -1;  ///< median of the device's own time of each run (GPU timestamps), -1 if none
+  double cpu_median_s = 0;      ///< median process CPU time of a run (every thread of the process)
 };
 /// Median wall time of `reps` runs after one warm-up, on fresh output buffers;
 /// and the median of the device's own times where the policy reports them
 /// (Vulkan: the kernels' GPU time, without the uploads and downloads).
 timing time_policy(const policy_entry& e, const problem& p, std::vector<host_tensor> ts, int reps);
+/// A Vulkan row's times, in one place for bench and demo: the kernels on
+/// device-resident tensors (resident_timing) and the host-view call as a whole.
+struct gpu_times {
+  resident_timing resident;
+  timing host_view;
+};
+/// The Vulkan row of p (e.time_resident set): host-view timing with
+/// time_policy, then the device-resident timing on the same inputs.
+gpu_times time_gpu(const policy_entry& e, const problem& p, const std::vector<host_tensor>& ts, int reps);
+/// "kernels 0.81 ms (GPU timestamps, device-resident) · upload 0.52 ms · download 0.30 ms · host-view call 2.35 ms"
+std::string transfer_text(const gpu_times& g);
+
 /// GFLOP/s (compute-bound ops) or GB/s of one call taking `seconds`.
 std::string throughput(const problem& p, double seconds, double* value = nullptr, std::string* unit = nullptr);
 

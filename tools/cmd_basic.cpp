@@ -34,8 +34,8 @@ int cmd_devices(const args& a) {
 
 int cmd_run(const args& a) {
   const problem p = problem_from(a);
-  const policy_entry& e = find_policy(a.get("policy").value_or(default_policy()));
-  require_available(e);
+  const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
+  const policy_entry& e = chosen.entry;
   const int reps = a.get("reps") ? std::max(1, to_int("reps", *a.get("reps"))) : 5;
   std::vector<host_tensor> ts = allocate(p);
   const single_check c = check_once(e, p, ts);
@@ -48,9 +48,12 @@ int cmd_run(const args& a) {
     w.begin_object().field("problem", describe(p)).field("policy", e.name).field("detail", e.detail);
     w.field("median_ms", t.median_s * 1e3).field("min_ms", t.min_s * 1e3).field("reps", t.reps);
     w.field("throughput", tp).field("unit", unit).field("max_abs_err", c.max_abs_err).field("max_rel_err", c.max_rel_err);
-    w.field("within_tolerance", c.passed).end_object();
+    w.field("within_tolerance", c.passed);
+    if (chosen.autotune) w.key("autotune").raw(chosen.autotune->json());
+    w.end_object();
     std::cout << w.str() << "\n";
   } else {
+    if (chosen.autotune) std::cout << chosen.autotune->text() << "\n";
     std::cout << describe(p) << " on " << e.name << " (" << e.detail << ")\n"
               << "  time " << fmt("%.4f", t.median_s * 1e3) << " ms (median of " << reps << "), " << tps << "\n"
               << "  max error vs eigen: abs " << fmt("%.3g", c.max_abs_err) << ", rel " << fmt("%.3g", c.max_rel_err)
@@ -61,14 +64,17 @@ int cmd_run(const args& a) {
 
 int cmd_validate(const args& a) {
   const problem p = problem_from(a);
-  const policy_entry& e = find_policy(a.get("policy").value_or(default_policy()));
-  require_available(e);
+  const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
+  const policy_entry& e = chosen.entry;
   suite_options o;
   if (auto s = a.get("seed")) o.seed = static_cast<std::uint64_t>(to_int("seed", *s));
   const report r = validate(p, e.execute, o);
   if (a.has("json")) {
-    std::cout << r.to_json() << "\n";
+    std::string j = r.to_json();
+    if (chosen.autotune) j.insert(1, "\"autotune\":" + chosen.autotune->json() + ",");  // the report's own object, one key more
+    std::cout << j << "\n";
   } else {
+    if (chosen.autotune) std::cout << chosen.autotune->text() << "\n";
     std::cout << r.problem << " on " << e.name << ": " << r.num_passed << "/" << r.num_total << " cases passed\n";
     for (const auto& c : r.cases) {
       std::cout << "  " << (c.passed ? "pass " : "FAIL ") << c.name << (c.degenerate ? " (degenerate reference)" : "")

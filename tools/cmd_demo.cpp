@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,19 +37,35 @@ std::vector<problem> demo_problems(bool quick) {
 
 int cmd_demo(const args& a) {
   const bool quick = a.has("quick");
+  const bool json = a.has("json");
+  // --policy LIST: those policies (autotune included); default: every registered one.
+  std::vector<std::string> names;
+  if (auto l = a.get("policy")) names = split(*l);
+  else
+    for (const policy_entry& e : policies()) names.push_back(e.name);
   json_writer w;
   w.begin_object().key("rows").begin_array();
   bool all_ok = true;
-  if (!a.has("json")) {
-    std::cout << "kforge demo: every op on every available policy, validated against Eigen (10 cases each)\n\n";
+  if (!json) {
+    std::cout << "kforge demo: every op on every available policy, validated against Eigen (10 cases each)\n"
+                 "(CPU rows: a call on host data; vulkan rows: the kernels on device-resident tensors, GPU timestamps,\n"
+                 " with the transfers and the whole host-view call on the line below)\n\n";
     std::printf("%-34s %-9s %10s %18s %9s %10s %8s\n", "problem", "policy", "time ms", "throughput", "vs eigen", "max rel err", "valid");
   }
   for (const problem& p : demo_problems(quick)) {
     double eigen_s = 0;
-    for (const policy_entry& e : policies()) {
-      const std::string why = e.unavailable();
+    for (const std::string& name : names) {
+      chosen_policy chosen;
+      std::string why;
+      if (name == "autotune" || name == "auto") {
+        chosen = choose_policy(name, p);
+      } else {
+        chosen.entry = find_policy(name);
+        why = chosen.entry.unavailable();
+      }
+      const policy_entry& e = chosen.entry;
       if (!why.empty()) {
-        if (!a.has("json")) std::printf("%-34s %-9s   skipped: %s\n", describe(p).c_str(), e.name.c_str(), why.c_str());
+        if (!json) std::printf("%-34s %-9s   skipped: %s\n", describe(p).c_str(), e.name.c_str(), why.c_str());
         w.begin_object().field("problem", describe(p)).field("policy", e.name).field("skipped", why).end_object();
         continue;
       }
@@ -56,30 +73,52 @@ int cmd_demo(const args& a) {
         std::vector<host_tensor> probe = allocate(p);
         e.execute(p, probe);
       } catch (const unsupported_error& x) {
-        if (!a.has("json")) std::printf("%-34s %-9s   not implemented: %s\n", describe(p).c_str(), e.name.c_str(), x.what());
+        if (!json) std::printf("%-34s %-9s   not implemented: %s\n", describe(p).c_str(), e.name.c_str(), x.what());
         w.begin_object().field("problem", describe(p)).field("policy", e.name).field("skipped", x.what()).end_object();
         continue;
       }
       const report r = validate(p, e.execute);
-      const timing t = time_policy(e, p, allocate(p), quick ? 2 : 5);
-      if (e.name == "eigen") eigen_s = t.median_s;
+      const int reps = quick ? 2 : 5;
+      std::optional<gpu_times> g;
+      timing t;
+      if (e.time_resident) {
+        std::vector<host_tensor> ts = allocate(p);
+        generate_inputs(p, input_case::normal, suite_options{}.seed, ts);
+        g = time_gpu(e, p, ts, reps);
+        t = g->host_view;
+      } else {
+        t = time_policy(e, p, allocate(p), reps);
+      }
+      const double seconds = g ? g->resident.kernel_s : t.median_s;  // a Vulkan row: its kernels
+      if (e.name == "eigen") eigen_s = seconds;
       double tp = 0;
       std::string unit;
-      throughput(p, t.median_s, &tp, &unit);
-      all_ok = all_ok && r.all_passed;
-      const double speedup = eigen_s > 0 ? eigen_s / t.median_s : 0;
-      if (!a.has("json"))
+      throughput(p, seconds, &tp, &unit);
+      const bool passed = r.all_passed && (!g || g->resident.within_tolerance);
+      all_ok = all_ok && passed;
+      const double speedup = eigen_s > 0 ? eigen_s / seconds : 0;
+      if (!json) {
         std::printf("%-34s %-9s %10.3f %11.2f %-7s %8.2fx %10.2g %5d/%d%s\n", describe(p).c_str(), e.name.c_str(),
-                    t.median_s * 1e3, tp, unit.c_str(), speedup, r.max_rel_err, r.num_passed, r.num_total,
-                    r.all_passed ? "" : "  FAILED");
+                    seconds * 1e3, tp, unit.c_str(), speedup, r.max_rel_err, r.num_passed, r.num_total,
+                    passed ? "" : "  FAILED");
+        if (g) std::printf("%-34s   %s\n", "", transfer_text(*g).c_str());
+        if (chosen.autotune) std::printf("%-34s   %s\n", "", chosen.autotune->text().c_str());
+      }
       w.begin_object().field("problem", describe(p)).field("policy", e.name).field("detail", e.detail);
-      w.field("median_ms", t.median_s * 1e3).field("throughput", tp).field("unit", unit).field("speedup_vs_eigen", speedup);
+      w.field("median_ms", seconds * 1e3).field("throughput", tp).field("unit", unit).field("speedup_vs_eigen", speedup);
+      w.field("time", g ? (g->resident.gpu_timestamps ? "gpu_kernels_device_resident" : "wall_per_call_device_resident")
+                        : "wall");
+      if (g) {
+        w.field("host_view_ms", g->host_view.median_s * 1e3).field("upload_ms", g->resident.upload_s * 1e3);
+        w.field("download_ms", g->resident.download_s * 1e3).field("device_resident_within_tolerance", g->resident.within_tolerance);
+      }
+      if (chosen.autotune) w.key("autotune").raw(chosen.autotune->json());
       w.field("max_rel_err", r.max_rel_err).field("cases_passed", r.num_passed).field("cases_total", r.num_total);
-      w.field("validated", r.all_passed).end_object();
+      w.field("validated", passed).end_object();
     }
   }
   w.end_array().field("all_validated", all_ok).end_object();
-  if (a.has("json")) std::cout << w.str() << "\n";
+  if (json) std::cout << w.str() << "\n";
   else std::cout << "\n" << (all_ok ? "all results validated against Eigen" : "SOME RESULTS FAILED VALIDATION") << "\n";
   return all_ok ? ok : failed;
 }

@@ -24,9 +24,9 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
   const std::string file = values.at("kernel");
   std::string glsl;
   try {
-    glsl = gen::read_text(file);
+    glsl = gen::read_kernel_source(file);
   } catch (const std::exception& e) {
-    std::cerr << "kforge: cannot read kernel '" << file << "'\n";
+    std::cerr << "kforge: " << e.what() << "\n";
     return 2;
   }
   const std::vector<problem> shapes{p, gen::held_out_problem(p)};
@@ -69,7 +69,14 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
       gen::openai_options oo;
       oo.base_url = value_or(values, "base-url", "");
       oo.model = value_or(values, "model", "");
-      if (values.count("timeout-ms")) oo.timeout_ms = std::stol(values.at("timeout-ms"));
+      auto positive_ms = [&](const char* name, long& out) {
+        if (!values.count(name)) return;
+        const long long v = parse_integer(std::string("--") + name, values.at(name));
+        if (v <= 0) throw argument_error(std::string("--") + name + " must be > 0 (got " + values.at(name) + ")");
+        out = static_cast<long>(v);
+      };
+      positive_ms("timeout-ms", oo.timeout_ms);
+      positive_ms("total-timeout-ms", oo.total_timeout_ms);
       prov = std::make_unique<gen::openai_provider>(oo);
     } else {
       throw argument_error("unknown provider '" + kind + "' (template, replay, openai)");

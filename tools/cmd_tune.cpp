@@ -22,6 +22,7 @@
 #include <kforge/tune/vulkan_space.hpp>     // empty without KFORGE_HAS_VULKAN
 
 #include "registry.hpp"
+#include "tune_candidates.hpp"
 
 namespace kforge::tool {
 namespace {
@@ -58,14 +59,12 @@ std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {
   return {};
 }
 
-/// The candidates for a problem and a family: the compiled gemm space for
-/// gemm, the tool's registered policies for the other ops. --policy vulkan:
-/// the Vulkan device's gemm configs (tune/vulkan_space.hpp) for gemm, the
-/// backend's own kernel (run the way generated ones are) for other ops, and
-/// for every op the accepted generated kernels of exactly p unless
-/// `with_generated` is false.
-std::vector<tune::candidate> candidates_for(const problem& p, const std::string& family,
-                                            const std::vector<policy_entry>& policies, bool with_generated) {
+}  // namespace
+
+/// tune_candidates.hpp. --policy vulkan for an op other than gemm runs the
+/// backend's own kernel the way generated ones are run.
+std::vector<tune::candidate> tune_candidates(const problem& p, const std::string& family,
+                                             const std::vector<policy_entry>& policies, bool with_generated) {
   if (family == "vulkan") {
 #if defined(KFORGE_HAS_VULKAN)
     std::vector<tune::candidate> out, gen = generated_for(p, with_generated);
@@ -115,6 +114,8 @@ std::vector<tune::candidate> candidates_for(const problem& p, const std::string&
   return out;
 }
 
+namespace {
+
 /// Whose tuning it is: the Vulkan device for --policy vulkan, else this CPU.
 tune::device_identity identity_for(const std::string& family) {
 #if defined(KFORGE_HAS_VULKAN)
@@ -146,7 +147,7 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
     o.samples = static_cast<int>(reps);
     const std::string family = values.count("policy") ? values.at("policy") : "cpu";
     const bool with_generated = std::find(flags.begin(), flags.end(), "no-generated") == flags.end();
-    const std::vector<tune::candidate> cands = candidates_for(p, family, policies, with_generated);
+    const std::vector<tune::candidate> cands = tune_candidates(p, family, policies, with_generated);
     const int generated_n = static_cast<int>(
         std::count_if(cands.begin(), cands.end(), [](const tune::candidate& c) { return tune::is_generated(c.cfg); }));
     tune::tuning_cache cache;

@@ -62,11 +62,20 @@ Run `kforge <command> --help` for the options of a command.
 Exit codes: 0 ok, 1 validation failed, 2 usage error, 3 environment problem.
 )";
 
+// The --policy autotune paragraph of run, validate and bench.
+const std::string autotune_help =
+    "--policy autotune (or auto): what the tuning cache holds for this problem on this CPU, resolved as\n"
+    "policy::autotune resolves it for host data: the cached winner of the shape bucket; on a miss,\n"
+    "tuned now with KFORGE_AUTOTUNE=1, else the default policy. What it resolved to (policy, knobs,\n"
+    "device, bucket, from the cache or not) is printed first (--json: \"autotune\"). A tuning cache\n"
+    "that does not parse is an error (exit 3) and is left as it is.\n";
+
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> help = {
     {"gen", std::string("usage: kforge gen --op OP --shape SHAPE [--dtype T] [--provider template|replay|openai]\n"
                         "                  [--model M] [--base-url URL] [--replay FILE.jsonl] [--samples N] [--force]\n"
-                        "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--export DIR] [--json]\n\n"
+                        "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--total-timeout-ms MS]\n"
+                        "                  [--export DIR] [--json]\n\n"
                         "Asks the provider for N kernels (default 4), feeding each rejection back into the next\n"
                         "prompt; compiles each with glslang, checks it against docs/KERNEL_CONTRACT.md, validates it in\n"
                         "a sandboxed child process (10 cases with a secret seed, on SHAPE and a held-out shape,\n"
@@ -75,7 +84,9 @@ const std::map<std::string, std::string>& command_help() {
                         "A cached accepted kernel is returned without asking the provider unless --force.\n"
                         "Providers: template (default; offline variants of kforge's kernels, some deliberately\n"
                         "wrong), replay (--replay FILE.jsonl), openai (any OpenAI-compatible server: --base-url,\n"
-                        "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY). --export DIR writes the best\n"
+                        "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY): 429, 5xx and timeouts are retried with\n"
+                        "backoff until --total-timeout-ms (default 300000); a refused connection, an unknown host,\n"
+                        "TLS failure, 401/403 or 404 stop the run at once (exit 1). --export DIR writes the best\n"
                         "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n"
                         "`kforge cache list --status c|r` lists the accepted (c) or rejected (r) records.\n") + op_help()},
     {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
@@ -83,22 +94,28 @@ const std::map<std::string, std::string>& command_help() {
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
                         "Runs the op on the policy (default: threaded if present, else eigen), prints the median\n"
                         "time of N runs (default 5), throughput, and the max error against the Eigen reference.\n"
-                        "Exit 1 if the result is outside the op's tolerance.\n") + op_help()},
+                        "Exit 1 if the result is outside the op's tolerance.\n") + autotune_help + op_help()},
     {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--kernel FILE.comp] [--json]\n\n"
                              "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
                              "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n"
                              "With --kernel FILE.comp the kernel (following docs/KERNEL_CONTRACT.md) goes through the\n"
-                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + op_help()},
+                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + autotune_help + op_help()},
     {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
                           "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
+                          "e.g. --policy autotune,threaded,vulkan after `kforge tune` for the same problem.\n"
+                          "Every row is timed where a program keeps its data: a CPU row is a call on host data (wall\n"
+                          "time); a vulkan row is the kernels on device-resident tensors (uploaded once, warmed up,\n"
+                          "GPU timestamps, median), followed by a vulkan:host_view row (the call on host data: upload +\n"
+                          "kernels + download, wall) and the upload and download times on their own.\n"
                           "Each case also gets its arithmetic intensity, the roofline bound from its device's bandwidth\n"
                           "and peak measured by kforge's probes (once per device, cached in the cache dir: the CPU for\n"
-                          "CPU policies, the Vulkan device for vulkan) and the fraction reached. A vulkan row's median\n"
-                          "is wall time with uploads and downloads; its fraction uses the kernels' GPU time (timestamps,\n"
-                          "gpu_median_ms in --json). --roofline FILE.svg writes one chart with each device's roof and its\n"
-                          "points; --remeasure-roofline probes again (do it on an idle machine: the probes use every\n"
-                          "core, or the whole GPU).\n") + op_help()},
+                          "CPU policies, the Vulkan device for vulkan) and the fraction reached (a vulkan row: by its\n"
+                          "kernels' time; its host-view fraction beside it). --roofline FILE.svg writes one chart with\n"
+                          "each device's roof and its points; --remeasure-roofline probes again (do it on an idle\n"
+                          "machine: the probes use every core, or the whole GPU).\n"
+                          "--json: Google Benchmark's format (context, benchmarks[] with name, run_name, real_time,\n"
+                          "cpu_time, time_unit, iterations, GFLOPS / bytes_per_second), kforge's fields prefixed kforge_.\n") + autotune_help + op_help()},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
                          "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
                          "Validates every candidate of the family's search space with the 10-case suite, times the\n"
@@ -118,7 +135,7 @@ const std::map<std::string, std::string>& command_help() {
               "and the Vulkan device where there is one; exit 1 if none). --device TEXT keeps the entries\n"
               "whose device contains TEXT (e.g. --device vulkan). clear: remove every entry, or those whose\n"
               "device contains --device. See docs/TUNING.md for the format.\n"},
-    {"demo", "usage: kforge demo [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy,\nvalidates each with the 10-case suite, and prints policy, time, throughput, speed-up vs\nEigen and max error. --quick uses smaller shapes.\n"},
+    {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 10-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;
 }

@@ -11,6 +11,22 @@
 
 namespace kforge::tool {
 
+/// One Vulkan call timed the way a program that keeps its data on the GPU
+/// runs it (backends_vulkan.cpp): operands uploaded once, the call recorded
+/// on one stream, warmed up, then timed with GPU timestamps; the transfers a
+/// host-view call adds are timed on their own, as wall time.
+struct resident_timing {
+  double kernel_s = -1;      ///< median over calls of the sum of one call's dispatches (GPU timestamps)
+  bool gpu_timestamps = false;  ///< false: kernel_s is wall time per call of a submission (no timestamps)
+  double cpu_s = -1;         ///< process CPU time per call while the timed submission ran
+  double upload_s = -1;      ///< wall time of uploading the inputs (one submission, staging included)
+  double download_s = -1;    ///< wall time of downloading the output
+  int dispatches = 0;        ///< dispatches (and copies) one call records
+  int samples = 0;
+  bool within_tolerance = false;  ///< the device-resident output against the Eigen reference
+  double max_rel_err = 0;
+};
+
 struct policy_entry {
   std::string name;    ///< as given to --policy
   std::string detail;  ///< e.g. the micro-kernel or device that runs it
@@ -19,6 +35,8 @@ struct policy_entry {
   std::function<std::string()> unavailable = [] { return std::string(); };
   /// Optional: time of the last execute() measured by the device itself (s), or < 0.
   std::function<double()> device_seconds = [] { return -1.0; };
+  /// Optional (Vulkan): times p on device-resident copies of ts's inputs over `reps` calls.
+  std::function<resident_timing(const problem& p, const std::vector<host_tensor>& ts, int reps)> time_resident;
 };
 
 void register_cpu(std::vector<policy_entry>& out);
@@ -32,5 +50,7 @@ std::string vulkan_text();
 std::string vulkan_json();
 /// Why Vulkan cannot be used ("" when it can).
 std::string vulkan_problem();
+/// CPU time of the whole process (every thread) so far, in seconds (cli.cpp).
+double process_cpu_seconds();
 
 }  // namespace kforge::tool

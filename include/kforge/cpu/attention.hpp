@@ -2,8 +2,9 @@
 // policy::blocked and policy::threaded, flash-style: the S×L score matrix is
 // never materialised.
 //
-// Tiling, per (batch, head): Kᵀ (D × L) and V (L × Dv) are packed once into
-// the gemm micro-kernel's NR-column panels. Queries are processed in blocks
+// Tiling, per (batch, KV head): Kᵀ (D × L) and V (L × Dv) are packed once into
+// the gemm micro-kernel's NR-column panels and serve the H / Hkv query heads
+// that share them (grouped-query attention; either layout, through strides). Queries are processed in blocks
 // of BR = 4·MR rows (Q block packed as MR-row panels); keys in blocks of
 // BC = 4·NR columns. For each key block the micro-kernel computes the BR×BC
 // scores (times scale) into an L1-resident tile, masked columns (causal, or
@@ -11,13 +12,15 @@
 // (online softmax: the O accumulator and l are rescaled by exp(m_old -
 // m_new)), and the micro-kernel adds P·V_block into the f32 BR × Dv
 // accumulator. Causal key blocks right of the block's last query are skipped.
-// At the end O = acc / l, converted to T.
+// At the end O = acc / l, converted to T. Masked keys are excluded: in a key
+// block that the causal mask cuts and whose V rows hold a non-finite value
+// (flagged when V is packed), P·V is done row by row over each row's visible
+// keys, since the micro-kernel's 0·Inf would be NaN.
 //
 // Bounds: Q and V panels are zero-padded to whole tiles, padded score
 // columns are -inf (p = 0), padded query rows are computed and dropped.
-// Threads take (batch, head, query block) items interleaved, so causal
-// blocks of unequal cost spread evenly; a thread re-packs K/V only when its
-// next item is another head.
+// Threads claim (batch, head, query-block group) tasks dynamically, so causal
+// blocks of unequal cost spread over the threads that are running.
 #pragma once
 
 #include <algorithm>
@@ -37,48 +40,59 @@ struct tag_attn_q {};
 struct tag_attn_s {};
 struct tag_attn_p {};
 struct tag_attn_o {};
+struct tag_attn_vbad {};
 
 template <class S, int MR, int NV, class T>
 void attention_compute(const attention_args<T>& g, int nthreads) {
   constexpr int NR = NV * S::width, BR = 4 * MR, BC = 4 * NR;
-  const index_t B = g.b, H = g.h, SQ = g.s, L = g.l, D = g.d, DV = g.dv;
+  const index_t B = g.b, H = g.h, SQ = g.s, L = g.l, D = g.d, DV = g.dv, G = g.hkv ? g.group() : 1;
   if (B * H * SQ * DV == 0) return;
   const index_t lpad = (L + NR - 1) / NR * NR, dvpad = (DV + NR - 1) / NR * NR;
   const index_t nblk_q = (SQ + BR - 1) / BR, nblk_k = (L + BC - 1) / BC;
-  const index_t items = B * H * nblk_q;
   constexpr float ninf = -std::numeric_limits<float>::infinity();
 
-  auto head = [](const tensor_view<const T>& v, index_t b, index_t h) { return v.data + b * v.stride(0) + h * v.stride(1); };
-
-  auto body = [&](int tid, int nt) {
+  // Tasks: (batch, head, group of consecutive query blocks), claimed
+  // dynamically; a head is cut into groups only when there are fewer heads
+  // than 8 tasks per thread (K/V are packed once per task).
+  const index_t heads = B * H;
+  const index_t want = nthreads > 1 ? index_t{8} * nthreads : 1;
+  const index_t groups = std::clamp<index_t>((want + heads - 1) / heads, 1, nblk_q);
+  auto body = [&](std::int64_t task) {
     float* kp = scratch<tag_attn_k>(static_cast<std::size_t>(std::max<index_t>(D, 1) * lpad));
     float* vp = scratch<tag_attn_v>(static_cast<std::size_t>(nblk_k * BC * dvpad + 1));
     float* qp = scratch<tag_attn_q>(static_cast<std::size_t>(BR * std::max<index_t>(D, 1)));
     float* sc = scratch<tag_attn_s>(static_cast<std::size_t>(BR * BC));
     float* pp = scratch<tag_attn_p>(static_cast<std::size_t>(BR * BC));
     float* acc = scratch<tag_attn_o>(static_cast<std::size_t>(BR * dvpad));
+    float* vbad = scratch<tag_attn_vbad>(static_cast<std::size_t>(nblk_k + 1));  // 1: the key block's V has Inf/NaN
     float m[BR], l[BR];
-    index_t packed = -1;
-    for (index_t it = tid; it < items; it += nt) {
-      const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H;
+    index_t packed = -1, q0, q1;
+    split_range(nblk_q, static_cast<int>(task % groups), static_cast<int>(groups), q0, q1);
+    const index_t first_item = task / groups * nblk_q;
+    for (index_t it = first_item + q0; it < first_item + q1; ++it) {
+      const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H, bhk = b * (H / G) + h / G;
       const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0);
-      T* o = g.o.data + b * g.o.stride(0) + h * g.o.stride(1);
+      const tensor_view<T> o = g.head(g.o, b, h);
       if (L == 0) {
         for (index_t i = 0; i < br; ++i)
-          for (index_t j = 0; j < DV; ++j) o[(i0 + i) * g.o.stride(2) + j * g.o.stride(3)] = from_f32<T>(0.0f);
+          for (index_t j = 0; j < DV; ++j) o.data[(i0 + i) * o.stride(0) + j * o.stride(1)] = from_f32<T>(0.0f);
         continue;
       }
-      if (packed != bh) {
+      const tensor_view<const T> kh = g.head(g.k, b, h / G), vh = g.head(g.v, b, h / G), qh = g.head(g.q, b, h);
+      if (packed != bhk) {
         // Kᵀ as a [D × L] matrix: element (d, j) = K[j, d].
-        pack_b<NR>(matrix_source<T>{head(g.k, b, h), g.k.stride(3), g.k.stride(2)}, 0, D, 0, L, kp);
+        pack_b<NR>(matrix_source<T>{kh.data, kh.stride(1), kh.stride(0)}, 0, D, 0, L, kp);
         for (index_t kb = 0; kb < nblk_k; ++kb) {
           const index_t j0 = kb * BC, bc = std::min<index_t>(BC, L - j0);
-          pack_b<NR>(matrix_source<T>{head(g.v, b, h), g.v.stride(2), g.v.stride(3)}, j0, bc, 0, DV,
-                     vp + kb * BC * dvpad);
+          float* vb = vp + kb * BC * dvpad;
+          pack_b<NR>(matrix_source<T>{vh.data, vh.stride(0), vh.stride(1)}, j0, bc, 0, DV, vb);
+          bool finite = true;
+          for (index_t e = 0; e < bc * dvpad; ++e) finite = finite && std::isfinite(vb[e]);
+          vbad[kb] = finite ? 0.0f : 1.0f;
         }
-        packed = bh;
+        packed = bhk;
       }
-      pack_a<MR>(matrix_source<T>{head(g.q, b, h), g.q.stride(2), g.q.stride(3)}, i0, br, 0, D, qp);
+      pack_a<MR>(matrix_source<T>{qh.data, qh.stride(0), qh.stride(1)}, i0, br, 0, D, qp);
       for (index_t i = 0; i < BR; ++i) {
         m[i] = ninf;
         l[i] = 0.0f;
@@ -133,6 +147,18 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
           if (alpha != 1.0f)
             for (index_t j = 0; j < DV; ++j) acc[i * dvpad + j] *= alpha;
         }
+        if (g.causal && j0 + bc - 1 > i0 && vbad[kb] != 0.0f) {
+          // Masked keys with a non-finite V row: each row over its visible keys only.
+          for (index_t i = 0; i < br; ++i) {
+            const index_t visible = std::clamp<index_t>(i0 + i - j0 + 1, 0, bc);
+            for (index_t j = 0; j < visible; ++j) {
+              const float p = sc[i * BC + j];
+              const T* vr = vh.data + (j0 + j) * vh.stride(0);
+              for (index_t c = 0; c < DV; ++c) acc[i * dvpad + c] += p * to_f32(vr[c * vh.stride(1)]);
+            }
+          }
+          continue;
+        }
         for (index_t i = br; i < BR; ++i)
           for (index_t j = 0; j < bcpad; ++j) sc[i * BC + j] = 0.0f;
         // acc += P · V_blk  (P packed as MR-row panels of depth bc).
@@ -149,14 +175,14 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
         for (index_t j0 = 0; j0 < DV; j0 += 1024) {
           const index_t len = std::min<index_t>(1024, DV - j0);
           for (index_t j = 0; j < len; ++j) row[j] = acc[i * dvpad + j0 + j] * inv;
-          store_row(row, len, o + (i0 + i) * g.o.stride(2) + j0 * g.o.stride(3), g.o.stride(3));
+          store_row(row, len, o.data + (i0 + i) * o.stride(0) + j0 * o.stride(1), o.stride(1));
         }
       }
     }
   };
   // One item is BR·L·(D + Dv)·2 flops; below ~1 MFLOP in total stay on one thread.
   const double flops = 2.0 * static_cast<double>(B * H * SQ) * static_cast<double>(L) * static_cast<double>(D + DV);
-  thread_pool::instance().run(flops < 1e6 ? 1 : static_cast<int>(std::min<index_t>(nthreads, items)), body);
+  thread_pool::instance().run_tasks(flops < 1e6 ? 1 : nthreads, heads * groups, body);
 }
 
 }  // namespace kforge::cpu::detail

@@ -1,8 +1,8 @@
 // kforge/cpu/gemm.hpp — gemm for policy::blocked and policy::threaded.
 //
-// f32 with M ≤ 8 and row-major B takes the unpacked skinny path (LLM decoding
-// shapes: bound by reading B once); everything else runs the packed driver of
-// cpu/gemm_kernel.hpp. Bias is converted to f32 once per call; the epilogue
+// M ≤ 8 with row-major B takes the unpacked skinny path (LLM decoding shapes:
+// bound by reading B once; half/bfloat16 B is converted in registers as it
+// streams); everything else runs the packed driver of cpu/gemm_kernel.hpp. Bias is converted to f32 once per call; the epilogue
 // is applied in the micro-kernel's write-back.
 #pragma once
 
@@ -35,11 +35,9 @@ void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
   if constexpr (E::has_bias) ep.bias = bias_f32(g.bias, g.n);
   const matrix_source<T> a{g.a.data, g.a.stride(0), g.a.stride(1)};
   const matrix_source<T> b{g.b.data, g.b.stride(0), g.b.stride(1)};
-  if constexpr (std::is_same_v<T, float>) {
-    if (g.m <= 8 && (g.n <= 1 || g.b.stride(1) == 1)) {
-      gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, C::threads());
-      return;
-    }
+  if (g.m <= 8 && (g.n <= 1 || g.b.stride(1) == 1)) {
+    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, C::threads());
+    return;
   }
   gemm_blocked<S, C::mr, C::nr / S::width>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep,
                                            blocking_of<Policy>(), C::threads());

@@ -85,14 +85,55 @@ struct gemm_epilogue {
   float slope = 0.01f;
 };
 
-// ---- micro-kernel -------------------------------------------------------------
+// ---- micro-kernel ------------------------------------------------------------
+
+/// Writes an accumulator tile to f32 C as F(alpha·acc + beta·C + bias) (C
+/// not read when beta == 0), one register at a time: the activation runs on
+/// whole registers with cpu/vmath.hpp's functions, between the load of the
+/// accumulator and the one store to C, so a fused epilogue costs its
+/// arithmetic and no extra pass over C. `acc` is the micro-kernel's
+/// accumulator array, or its copy in a stack tile (Tile = const float*).
+template <fn F, class S, int MR, int NV, class Tile>
+KFORGE_CPU_INLINE void store_tile(Tile acc, float* __restrict c, index_t ldc, float alpha, float beta,
+                                  const float* bias_c, const float* bias_r, float slope) {
+  using reg = typename S::reg;
+  constexpr int W = S::width;
+  const reg va = S::set1(alpha), vb = S::set1(beta);
+#pragma GCC unroll 64
+  for (int i = 0; i < MR; ++i) {
+    float* ci = c + i * ldc;
+#pragma GCC unroll 8
+    for (int v = 0; v < NV; ++v) {
+      reg r;
+      if constexpr (std::is_same_v<Tile, const float*>) r = S::load(acc + (i * NV + v) * W);
+      else r = acc[i][v];
+      r = S::mul(r, va);
+      if (beta != 0.0f) r = S::fmadd(vb, S::load(ci + v * W), r);
+      if (bias_c) r = S::add(r, S::load(bias_c + v * W));
+      if (bias_r) r = S::add(r, S::set1(bias_r[i]));
+      S::store(ci + v * W, vapply<F>(r, slope));
+    }
+  }
+}
+
+/// store_tile for an activation, out of line: its polynomial constants
+/// would otherwise compete with the accumulators for registers and make
+/// GCC spill them inside the micro-kernel's K loop. The accumulators reach
+/// it through a 1.5 KiB stack tile that stays in L1 (one store and one load
+/// per register).
+template <fn F, class S, int MR, int NV>
+__attribute__((noinline)) void store_tile_activated(const float* tile, float* c, index_t ldc, float alpha, float beta,
+                                                    const float* bias_c, const float* bias_r, float slope) {
+  store_tile<F, S, MR, NV>(tile, c, ldc, alpha, beta, bias_c, bias_r, slope);
+}
 
 /// acc[MR][NR] = Σ_k a[k·MR + i] · b[k·NR + j] over kc steps, then either
 /// stored raw into `tile` (ld NR) when to_tile, or written to f32 C as
-/// alpha·acc + beta·C + bias (C not read when beta == 0).
+/// act(alpha·acc + beta·C + bias) (C not read when beta == 0).
 template <class S, int MR, int NV>
 void microkernel(index_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, index_t ldc,
-                 float alpha, float beta, const float* bias_c, const float* bias_r, bool to_tile) {
+                 float alpha, float beta, const float* bias_c, const float* bias_r, bool to_tile,
+                 fn act = fn::identity, float slope = 0.0f) {
   using reg = typename S::reg;
   constexpr int W = S::width, NR = NV * W;
   reg acc[MR][NV];
@@ -122,18 +163,23 @@ void microkernel(index_t kc, const float* __restrict a, const float* __restrict 
       for (int v = 0; v < NV; ++v) S::store(c + i * NR + v * W, acc[i][v]);
     return;
   }
-  const reg va = S::set1(alpha), vb = S::set1(beta);
+  if (act == fn::identity) return store_tile<fn::identity, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
+  alignas(64) float t[MR * NR];
 #pragma GCC unroll 64
-  for (int i = 0; i < MR; ++i) {
-    float* ci = c + i * ldc;
+  for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) {
-      reg r = S::mul(acc[i][v], va);
-      if (beta != 0.0f) r = S::fmadd(vb, S::load(ci + v * W), r);
-      if (bias_c) r = S::add(r, S::load(bias_c + v * W));
-      if (bias_r) r = S::add(r, S::set1(bias_r[i]));
-      S::store(ci + v * W, r);
-    }
+    for (int v = 0; v < NV; ++v) S::store(t + (i * NV + v) * W, acc[i][v]);
+  // The epilogues' activations (epilogue::fused accepts only these).
+  switch (act) {
+    case fn::relu: return store_tile_activated<fn::relu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::leaky_relu:
+      return store_tile_activated<fn::leaky_relu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::gelu_tanh:
+      return store_tile_activated<fn::gelu_tanh, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::gelu_erf:
+      return store_tile_activated<fn::gelu_erf, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    case fn::silu: return store_tile_activated<fn::silu, S, MR, NV>(t, c, ldc, alpha, beta, bias_c, bias_r, slope);
+    default: return store_tile<fn::identity, S, MR, NV>(acc, c, ldc, alpha, beta, bias_c, bias_r, slope);
   }
 }
 
@@ -237,46 +283,69 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
   }
 }
 
-// ---- thread grid --------------------------------------------------------------
+// ---- the driver -----------------------------------------------------------------
 
-/// The tm×tn grid (tm·tn = nt) that minimises the largest per-thread share of
-/// micro-tiles of an m×n block; ties prefer splitting M (no duplicated A packing).
-inline void choose_grid(index_t m, index_t n, int mr, int nr, int nt, int& tm, int& tn) {
-  const index_t mt = (m + mr - 1) / mr, ntl = (n + nr - 1) / nr;
-  index_t best = -1;
-  tm = nt;
-  tn = 1;
-  for (int a = nt; a >= 1; --a) {
-    if (nt % a) continue;
-    const int b = nt / a;
-    const index_t cost = ((mt + a - 1) / a) * ((ntl + b - 1) / b);
-    if (best < 0 || cost < best) {
-      best = cost;
-      tm = a;
-      tn = b;
+/// A packed gemm of fewer flops than this runs on the calling thread alone:
+/// KFORGE_GEMM_PARALLEL_MIN_FLOPS if set (0 = always use the pool's
+/// threads), else 2·128³ + 1, i.e. up to 128³ the caller works alone. Where
+/// the default came from: with the pool's threads awake, two threads lose to
+/// one only while the call is about as short as handing a task over; after
+/// idle (a sleeping worker) the caller starts at once and a late worker
+/// only joins, so the loss is the futex wake-up and the split's tail.
+/// bench/cpu_calls.sh's threshold scenario times policy::threaded with the
+/// threshold off beside policy::blocked (one thread) at n = 32…384, first
+/// calls and 1 ms gaps; the crossover it finds is in docs/PERFORMANCE.md.
+inline double gemm_parallel_min_flops() {
+  static const double v = [] {
+    if (const char* e = std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) {
+      char* end = nullptr;
+      const double x = std::strtod(e, &end);
+      if (end != e && *end == 0 && x >= 0) return x;
     }
-  }
+    return 2.0 * 128 * 128 * 128 + 1;
+  }();
+  return v;
 }
 
-/// Problems up to 128³ run on one thread: a 128³ gemm takes ~40 µs on one
-/// Zen 5 core, and waking a worker plus one barrier cost ~5 µs on a quiet
-/// machine but up to milliseconds when other processes hold the second core
-/// (bench_gemm square/threaded/128 under a load average of 6, 2026-11-22).
-inline constexpr double gemm_parallel_min_flops = 2.0 * 128 * 128 * 128 + 1;
+/// Threads a packed m×n×k gemm runs on, given the policy's count: one below
+/// gemm_parallel_min_flops(), else nthreads.
+inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads) {
+  const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1));
+  return flops < gemm_parallel_min_flops() ? 1 : std::max(1, nthreads);
+}
 
-// ---- the driver -----------------------------------------------------------------
+/// Packed B of one (jc, K super-block) step is at most this many floats
+/// (16 MiB, half the L3 of the development machine): one packing job then
+/// serves every compute task of the step, and K is cut into super-blocks
+/// only when KC·NC·(K / KC) exceeds it (e.g. 4096³: four super-blocks of 1024).
+inline constexpr index_t gemm_packed_b_floats = index_t{4} << 20;
+
+/// Compute tasks per thread of a threaded gemm: enough that a thread that
+/// joins late or is descheduled leaves little for the others to wait for.
+inline constexpr int gemm_tasks_per_thread = 6;
 
 /// C[m×n] (strides rs_c, cs_c) = epilogue(A[m×k] · B[k×n]) on up to nthreads
 /// threads. BSrc is matrix_source<T> or another source with a pack_b overload
 /// (conv2d's implicit im2col).
+///
+/// Per NC block of columns and per K super-block (usually all of K), two pool
+/// jobs: (1) pack B, NR panels claimed in groups; (2) compute, a grid of
+/// tasks over C — row blocks of at most MC rows (A packed once per task and
+/// KC step), cut into column blocks only when the rows alone give fewer than
+/// gemm_tasks_per_thread tasks per thread. Tasks are claimed dynamically
+/// (cpu/thread_pool.hpp), so no thread waits for a share that has not
+/// started.
 template <class S, int MR, int NV, class T, class BSrc>
 void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, const BSrc& b, T* c, index_t rs_c,
                   index_t cs_c, const gemm_epilogue& ep, blocking bl, int nthreads) {
   constexpr int NR = NV * S::width;
   if (m <= 0 || n <= 0) return;
-  const index_t KC = bl.kc, MC = bl.mc, NC = bl.nc;
+  const index_t KC = bl.kc, NC = bl.nc;
+  const index_t MC = std::max<index_t>(MR, bl.mc / MR * MR);
   const index_t ncmax = std::min<index_t>(NC, (n + NR - 1) / NR * NR);
-  const index_t kcmax = std::max<index_t>(1, std::min<index_t>(KC, k));
+  const index_t kslabs = std::max<index_t>(1, (k + KC - 1) / KC);  // KC steps (one when k == 0)
+  const index_t slabs_per_super = std::clamp<index_t>(gemm_packed_b_floats / (KC * ncmax), 1, kslabs);
+  const int nt = gemm_threads(m, n, k, nthreads);
   float* work = nullptr;
   index_t ldw = 0;
   if constexpr (!std::is_same_v<T, float>) {
@@ -285,77 +354,106 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
       work = scratch<tag_work>(static_cast<std::size_t>(m * ldw));
     }
   }
-  int nt = nthreads;
-  if (2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1)) <
-      gemm_parallel_min_flops)
-    nt = 1;
-  float* pb = scratch<tag_pack_b>(static_cast<std::size_t>(kcmax * ncmax));
-  spin_barrier bar(nt);
+  const index_t slab_floats = KC * ncmax;
+  float* pb = scratch<tag_pack_b>(static_cast<std::size_t>(slabs_per_super * slab_floats));
+  thread_pool& pool = thread_pool::instance();
+  const index_t row_panels = (m + MR - 1) / MR, panels_per_mc = MC / MR;
+  const index_t want = nt > 1 ? index_t{gemm_tasks_per_thread} * nt : 1;
+  const index_t rb = std::max(std::min(row_panels, want), (row_panels + panels_per_mc - 1) / panels_per_mc);
 
-  auto body = [&](int tid, int nth) {
-    float* pa = scratch<tag_pack_a>(static_cast<std::size_t>(std::min<index_t>(MC, (m + MR - 1) / MR * MR) * kcmax));
-    alignas(64) float tile[MR * NR];
-    for (index_t jc = 0; jc < n; jc += NC) {
-      const index_t nc = std::min<index_t>(NC, n - jc);
-      int tm, tn;
-      choose_grid(m, nc, MR, NR, nth, tm, tn);
-      const int ti = tid / tn, tj = tid % tn;
-      index_t m0, m1, n0, n1;
-      split_range((m + MR - 1) / MR, ti, tm, m0, m1);
-      split_range((nc + NR - 1) / NR, tj, tn, n0, n1);
-      m0 *= MR;
-      m1 = std::min<index_t>(m1 * MR, m);
-      n0 *= NR;
-      n1 = std::min<index_t>(n1 * NR, nc);
-      for (index_t pc = 0; pc == 0 || pc < k; pc += KC) {
-        const index_t kc = std::min<index_t>(KC, k - pc);
-        {  // this thread's share of the packed B slab
-          index_t p0, p1;
-          split_range((nc + NR - 1) / NR, tid, nth, p0, p1);
-          if (p0 < p1)
-            pack_b<NR>(b, pc, kc, jc + p0 * NR, std::min<index_t>(nc, p1 * NR) - p0 * NR, pb + p0 * NR * kc);
+  for (index_t jc = 0; jc < n; jc += NC) {
+    const index_t nc = std::min<index_t>(NC, n - jc);
+    const index_t col_panels = (nc + NR - 1) / NR;
+    const index_t cb = rb >= want ? 1 : std::min(col_panels, (want + rb - 1) / rb);
+    for (index_t s0 = 0; s0 < kslabs; s0 += slabs_per_super) {
+      const index_t s1 = std::min(kslabs, s0 + slabs_per_super);
+      // (1) Pack B[s0·KC, s1·KC) × [jc, jc + nc): slab s at pb + (s - s0)·slab_floats.
+      const index_t pack_tasks = nt > 1 ? std::min(col_panels, index_t{4} * nt) : 1;
+      pool.run_tasks(nt, pack_tasks, [&](std::int64_t t) {
+        index_t p0, p1;
+        split_range(col_panels, static_cast<int>(t), static_cast<int>(pack_tasks), p0, p1);
+        if (p0 >= p1) return;
+        for (index_t s = s0; s < s1; ++s) {
+          const index_t pc = s * KC, kc = std::max<index_t>(0, std::min<index_t>(KC, k - pc));
+          pack_b<NR>(b, pc, kc, jc + p0 * NR, std::min<index_t>(nc, p1 * NR) - p0 * NR,
+                     pb + (s - s0) * slab_floats + p0 * NR * kc);
         }
-        if (nth > 1) bar.wait();
-        const bool first = pc == 0, last = pc + kc >= k;
-        for (index_t ic = m0; ic < m1; ic += MC) {
-          const index_t mc = std::min<index_t>(MC, m1 - ic);
-          pack_a<MR>(a, ic, mc, pc, kc, pa);
-          for (index_t jr = n0; jr < n1; jr += NR) {
-            const int nr = static_cast<int>(std::min<index_t>(NR, n1 - jr));
-            const float* bp = pb + jr * kc;
-            for (index_t ir = 0; ir < mc; ir += MR) {
-              const int mr = static_cast<int>(std::min<index_t>(MR, mc - ir));
-              const float* ap = pa + ir * kc;
-              const index_t i = ic + ir, j = jc + jr;
-              bool direct = false;
-              if constexpr (std::is_same_v<T, float>)
-                direct = cs_c == 1 && mr == MR && nr == NR && (!last || ep.act == fn::identity);
-              if (direct) {
-                const float* bc = last && ep.bias && !ep.bias_per_row ? ep.bias + j : nullptr;
-                const float* br = last && ep.bias && ep.bias_per_row ? ep.bias + i : nullptr;
-                microkernel<S, MR, NV>(kc, ap, bp, reinterpret_cast<float*>(c) + i * rs_c + j, rs_c, ep.alpha,
-                                       first ? ep.beta : 1.0f, bc, br, false);
-              } else {
-                microkernel<S, MR, NV>(kc, ap, bp, tile, NR, 1.0f, 0.0f, nullptr, nullptr, true);
-                finish_tile<T, NR>(tile, mr, nr, i, j, first, last, ep, c, rs_c, cs_c, work, ldw, jr);
+      });
+      // (2) Compute: task t is row block t / cb, column block t % cb.
+      pool.run_tasks(nt, rb * cb, [&](std::int64_t t) {
+        index_t m0, m1, n0, n1;
+        split_range(row_panels, static_cast<int>(t / cb), static_cast<int>(rb), m0, m1);
+        split_range(col_panels, static_cast<int>(t % cb), static_cast<int>(cb), n0, n1);
+        m0 *= MR;
+        m1 = std::min<index_t>(m1 * MR, m);
+        n0 *= NR;
+        n1 = std::min<index_t>(n1 * NR, nc);
+        if (m0 >= m1 || n0 >= n1) return;
+        float* pa = scratch<tag_pack_a>(static_cast<std::size_t>(MC * KC));
+        alignas(64) float tile[MR * NR];
+        for (index_t s = s0; s < s1; ++s) {
+          const index_t pc = s * KC, kc = std::max<index_t>(0, std::min<index_t>(KC, k - pc));
+          const bool first = pc == 0, last = pc + KC >= k;
+          const float* slab = pb + (s - s0) * slab_floats;
+          for (index_t ic = m0; ic < m1; ic += MC) {
+            const index_t mc = std::min<index_t>(MC, m1 - ic);
+            pack_a<MR>(a, ic, mc, pc, kc, pa);
+            for (index_t jr = n0; jr < n1; jr += NR) {
+              const int nr = static_cast<int>(std::min<index_t>(NR, n1 - jr));
+              const float* bp = slab + jr * kc;
+              for (index_t ir = 0; ir < mc; ir += MR) {
+                const int mr = static_cast<int>(std::min<index_t>(MR, mc - ir));
+                const float* ap = pa + ir * kc;
+                const index_t i = ic + ir, j = jc + jr;
+                bool direct = false;
+                if constexpr (std::is_same_v<T, float>) direct = cs_c == 1 && mr == MR && nr == NR;
+                if (direct) {
+                  const float* bc = last && ep.bias && !ep.bias_per_row ? ep.bias + j : nullptr;
+                  const float* br = last && ep.bias && ep.bias_per_row ? ep.bias + i : nullptr;
+                  microkernel<S, MR, NV>(kc, ap, bp, reinterpret_cast<float*>(c) + i * rs_c + j, rs_c, ep.alpha,
+                                         first ? ep.beta : 1.0f, bc, br, false, last ? ep.act : fn::identity,
+                                         ep.slope);
+                } else {
+                  microkernel<S, MR, NV>(kc, ap, bp, tile, NR, 1.0f, 0.0f, nullptr, nullptr, true);
+                  finish_tile<T, NR>(tile, mr, nr, i, j, first, last, ep, c, rs_c, cs_c, work, ldw, jr);
+                }
               }
             }
           }
         }
-        if (nth > 1 && !(last && jc + NC >= n)) bar.wait();  // B is repacked next step
-      }
+      });
     }
-  };
-  thread_pool::instance().run(nt, body);
+  }
 }
 
 // ---- skinny M: no packing ---------------------------------------------------------
 
+struct tag_skinny_a {};
+
+/// A register of W consecutive B elements as f32: half and bfloat16 are
+/// converted in registers (F16C / a 16-bit shift) as B streams in.
+template <class S, class TB>
+KFORGE_CPU_INLINE typename S::reg load_b(const TB* p) {
+  if constexpr (std::is_same_v<TB, float>) {
+    return S::load(p);
+  } else if constexpr (S::width == 1) {
+    return to_f32(*p);
+  } else if constexpr (std::is_same_v<TB, bfloat16>) {
+    return S::load_bf16(p);
+  } else if constexpr (requires { S::load_f16(p); }) {
+    return S::load_f16(p);
+  } else {
+    alignas(64) float t[S::width];
+    for (int i = 0; i < S::width; ++i) t[i] = to_f32(p[i]);
+    return S::load(t);
+  }
+}
+
 /// acc[R][NV·W] += A[R × kb] · B[kb × NV·W], reading row-major B in place and
 /// the accumulators from/to `acc` (ld lda_acc). For M ≤ 8 the product is
 /// bound by reading B once; packing it would read and write B a second time.
-template <class S, int R, int NV>
-void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t acs, const float* __restrict b,
+template <class S, int R, int NV, class TB>
+void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t acs, const TB* __restrict b,
                    index_t ldb, float* __restrict acc, index_t ldacc) {
   using reg = typename S::reg;
   constexpr int W = S::width;
@@ -366,10 +464,10 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
     for (int v = 0; v < NV; ++v) c[r][v] = S::load(acc + r * ldacc + v * W);
 #pragma GCC unroll 4
   for (index_t kk = 0; kk < kb; ++kk) {
-    const float* brow = b + kk * ldb;
+    const TB* brow = b + kk * ldb;
     reg bv[NV];
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) bv[v] = S::load(brow + v * W);
+    for (int v = 0; v < NV; ++v) bv[v] = load_b<S>(brow + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
       const reg ar = S::set1(a[r * ars + kk * acs]);
@@ -383,19 +481,29 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
     for (int v = 0; v < NV; ++v) S::store(acc + r * ldacc + v * W, c[r][v]);
 }
 
-/// f32 gemm with m ≤ 8 and row-major B. Threads split N; each thread keeps
-/// f32 accumulators for its m × n-range in L1/L2 and walks K in steps of 8
-/// rows, sweeping its whole column range per step, so that B is read as 8
-/// sequential streams (one per row) that the hardware prefetchers follow —
-/// walking one narrow column strip down all of K instead reads 256 B per
-/// 16 KiB-strided row and measured 2× slower at N = K = 4096.
-template <class S>
-void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a, const matrix_source<float>& b,
-                 float* c, index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
+/// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once).
+/// Threads split N; each thread keeps f32 accumulators for its m × n-range
+/// in L1/L2 and walks K in steps of 8 rows, sweeping its whole column range
+/// per step, so that B is read as 8 sequential streams (one per row) that
+/// the hardware prefetchers follow — walking one narrow column strip down
+/// all of K instead reads 256 B per 16 KiB-strided row and measured 2×
+/// slower at N = K = 4096. Half/bfloat16 B is converted to f32 in registers
+/// as it streams (never packed); A (m × k, small) is converted once.
+template <class S, class T>
+void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a_in, const matrix_source<T>& b, T* c,
+                 index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
   constexpr int NV = S::width >= 8 ? 2 : 8 / S::width, CW = NV * S::width;
   constexpr index_t KB = 8;
+  matrix_source<float> a;
+  if constexpr (std::is_same_v<T, float>) {
+    a = a_in;
+  } else {
+    float* a32 = scratch<tag_skinny_a>(static_cast<std::size_t>(std::max<index_t>(m * k, 1)));
+    for (index_t i = 0; i < m; ++i) load_row(a_in.p + i * a_in.rs, a_in.cs, k, a32 + i * k);
+    a = {a32, k, 1};
+  }
   const index_t chunks = (n + CW - 1) / CW;
-  // Below ~256 KiB of B per thread the wake-up of a worker is not worth it.
+  // Below ~256 KiB of f32 B per thread the wake-up of a worker is not worth it.
   const index_t grain = std::max<index_t>(1, (index_t{1} << 16) / std::max<index_t>(k * CW, 1));
   parallel_for(nthreads, chunks, grain, [&](index_t c0, index_t c1) {
     const index_t j0 = c0 * CW, nloc = std::min<index_t>(c1 * CW, n) - j0, ld = (c1 - c0) * CW;
@@ -407,7 +515,7 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a,
       for (index_t i = 0; i < m;) {
         const index_t rows = m - i >= 8 ? 8 : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
         const float* ai = a.p + i * a.rs + k0 * a.cs;
-        const float* bk = b.p + k0 * b.rs + j0 * b.cs;
+        const T* bk = b.p + k0 * b.rs + j0 * b.cs;
         float* ac = acc + i * ld;
         for (index_t j = 0; j < full; j += CW) {
           switch (rows) {
@@ -420,7 +528,7 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a,
         for (index_t r = 0; r < rows; ++r)  // right edge: fewer than CW columns
           for (index_t j = full; j < nloc; ++j) {
             float s = ac[r * ld + j];
-            for (index_t kk = 0; kk < kb; ++kk) s += ai[r * a.rs + kk * a.cs] * bk[kk * b.rs + j * b.cs];
+            for (index_t kk = 0; kk < kb; ++kk) s += ai[r * a.rs + kk * a.cs] * to_f32(bk[kk * b.rs + j * b.cs]);
             ac[r * ld + j] = s;
           }
         i += rows;
@@ -433,7 +541,7 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<float>& a,
         const int nr = static_cast<int>(std::min<index_t>(CW, nloc - j));
         for (int r = 0; r < rows; ++r)
           for (int jj = 0; jj < nr; ++jj) tile[r * CW + jj] = acc[(i + r) * ld + j + jj];
-        finish_tile<float, CW>(tile, rows, nr, i, j0 + j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
+        finish_tile<T, CW>(tile, rows, nr, i, j0 + j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
       }
   });
 }

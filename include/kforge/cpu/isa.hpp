@@ -8,7 +8,7 @@
 
 #include <cstdint>
 
-#if defined(__AVX512F__) || (defined(__AVX2__) && defined(__FMA__))
+#if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
 
@@ -17,15 +17,32 @@
 namespace kforge::cpu {
 namespace detail {
 
+// The registers are GCC/Clang vector types (the intrinsics' __m256/__m512
+// are the same types with an aliasing attribute), so that cpu/vmath.hpp's
+// functions, written once with operators, run on a whole register.
+typedef float f32x8 __attribute__((vector_size(32)));
+typedef std::int32_t i32x8 __attribute__((vector_size(32)));
+typedef float f32x16 __attribute__((vector_size(64)));
+typedef std::int32_t i32x16 __attribute__((vector_size(64)));
+
 #if defined(__AVX512F__)
 struct simd_avx512 {
-  using reg = __m512;
+  using reg = f32x16;
   static constexpr int width = 16;
   static constexpr int registers = 32;
   static constexpr const char* name = "avx512";
   static KFORGE_CPU_INLINE reg zero() { return _mm512_setzero_ps(); }
   static KFORGE_CPU_INLINE reg load(const float* p) { return _mm512_loadu_ps(p); }
   static KFORGE_CPU_INLINE void store(float* p, reg v) { _mm512_storeu_ps(p, v); }
+  /// Non-temporal store (p 64-byte aligned): no read-for-ownership of the line.
+  static KFORGE_CPU_INLINE void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
+  static KFORGE_CPU_INLINE reg load_f16(const void* p) {
+    return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+  }
+  static KFORGE_CPU_INLINE reg load_bf16(const void* p) {
+    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+  }
   static KFORGE_CPU_INLINE reg set1(float v) { return _mm512_set1_ps(v); }
   static KFORGE_CPU_INLINE reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }
   static KFORGE_CPU_INLINE reg mul(reg a, reg b) { return _mm512_mul_ps(a, b); }
@@ -35,13 +52,24 @@ struct simd_avx512 {
 
 #if defined(__AVX2__) && defined(__FMA__)
 struct simd_avx2 {
-  using reg = __m256;
+  using reg = f32x8;
   static constexpr int width = 8;
   static constexpr int registers = 16;
   static constexpr const char* name = "avx2+fma";
   static KFORGE_CPU_INLINE reg zero() { return _mm256_setzero_ps(); }
   static KFORGE_CPU_INLINE reg load(const float* p) { return _mm256_loadu_ps(p); }
   static KFORGE_CPU_INLINE void store(float* p, reg v) { _mm256_storeu_ps(p, v); }
+  /// Non-temporal store (p 32-byte aligned): no read-for-ownership of the line.
+  static KFORGE_CPU_INLINE void stream(float* p, reg v) { _mm256_stream_ps(p, v); }
+#if defined(__F16C__)
+  static KFORGE_CPU_INLINE reg load_f16(const void* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+  }
+#endif
+  static KFORGE_CPU_INLINE reg load_bf16(const void* p) {
+    const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(static_cast<const __m128i*>(p)));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+  }
   static KFORGE_CPU_INLINE reg set1(float v) { return _mm256_set1_ps(v); }
   static KFORGE_CPU_INLINE reg fmadd(reg a, reg b, reg c) { return _mm256_fmadd_ps(a, b, c); }
   static KFORGE_CPU_INLINE reg mul(reg a, reg b) { return _mm256_mul_ps(a, b); }
@@ -57,6 +85,7 @@ struct simd_scalar {
   static KFORGE_CPU_INLINE reg zero() { return 0.0f; }
   static KFORGE_CPU_INLINE reg load(const float* p) { return *p; }
   static KFORGE_CPU_INLINE void store(float* p, reg v) { *p = v; }
+  static KFORGE_CPU_INLINE void stream(float* p, reg v) { *p = v; }
   static KFORGE_CPU_INLINE reg set1(float v) { return v; }
   static KFORGE_CPU_INLINE reg fmadd(reg a, reg b, reg c) { return a * b + c; }
   static KFORGE_CPU_INLINE reg mul(reg a, reg b) { return a * b; }
@@ -77,6 +106,14 @@ inline constexpr int default_mr = 6, default_nr = 16;
 using simd_native = simd_scalar;
 inline constexpr int default_mr = 4, default_nr = 4;
 #endif
+
+/// Orders this thread's non-temporal stores before its later stores (a
+/// task that streamed its output runs it before it reports completion).
+KFORGE_CPU_INLINE void stream_fence() {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 
 }  // namespace detail
 

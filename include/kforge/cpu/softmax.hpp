@@ -1,13 +1,16 @@
 // kforge/cpu/softmax.hpp — softmax, layer_norm and rms_norm over the last
 // axis for policy::blocked and policy::threaded.
 //
-// Each row is read from memory once: the statistics pass runs 16
-// independent lanes (online softmax: running max and rescaled sum per lane;
-// layer_norm: Welford mean and M2 per lane; rms_norm: sum of squares), the
-// lanes are merged (Chan's formula for Welford), and the output pass re-reads
-// the row from L1/L2 (a 4096-float row is 16 KiB). Rows that are strided or
-// half/bfloat16 are converted into an f32 row buffer first. Threads split
-// rows.
+// Each row is read from memory once and written once: the first pass over a
+// row brings it into L1/L2 (a 4096-float row is 16 KiB) and the later passes
+// re-read it from there — softmax: max, then exp(x - max) into a row buffer
+// with its sum (one exp per element), then the scaled output; layer_norm:
+// mean, then the mean of squared deviations (the reference's two-pass
+// variance), then the output; rms_norm: sum of squares, then the output.
+// Every pass runs on whole SIMD registers (cpu/vmath.hpp's exp included), and
+// large outputs are written with non-temporal stores (row_stream_min_bytes).
+// Rows that are strided or half/bfloat16 are converted into an f32 row
+// buffer first. Rows are claimed in chunks by the pool's threads.
 //
 // Special values follow the reference: a NaN anywhere makes the softmax row
 // NaN, an all -inf row gives NaN, a +inf gives NaN (inf - inf).
@@ -15,6 +18,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 
 #include "kforge/cpu/common.hpp"
@@ -25,87 +29,104 @@
 
 namespace kforge::cpu::detail {
 
-inline constexpr int row_lanes = 16;
 struct tag_row {};
+struct tag_exp {};
 struct tag_gamma {};
 
-/// Online softmax of one f32 row into y (may alias x).
-inline void softmax_row(const float* x, float* y, index_t n) {
-  constexpr int L = row_lanes;
+/// Output rows of at least this many bytes in total are written with
+/// non-temporal stores: they would not stay in cache anyway, and streaming
+/// saves the read-for-ownership of every output line (a third of the memory
+/// traffic of softmax and the norms). 16 MiB is half the L3 of the 2-core
+/// Zen 5 development machine (bench_ops, 4096×4096 f32 = 64 MiB out).
+inline constexpr index_t row_stream_min_bytes = index_t{16} << 20;
+
+/// y[j] = vec(j) (a register of W outputs from j) or one(j) (one output),
+/// for j < n; streamed (non-temporal) when `stream`, after a scalar head
+/// that aligns y to a register.
+template <class FV, class FS>
+KFORGE_CPU_INLINE void write_row(float* __restrict y, index_t n, bool stream, FV&& vec, FS&& one) {
+  using S = simd_native;
+  constexpr int W = S::width;
+  index_t j = 0;
+  if (stream) {
+    for (; j < n && reinterpret_cast<std::uintptr_t>(y + j) % sizeof(typename S::reg) != 0; ++j) y[j] = one(j);
+    for (; j + W <= n; j += W) S::stream(y + j, vec(j));
+  }
+  for (; j + W <= n; j += W) S::store(y + j, vec(j));
+  for (; j < n; ++j) y[j] = one(j);
+}
+
+/// Σ f(x[j]) over a row, in two registers of lanes (independent chains).
+template <class F>
+KFORGE_CPU_INLINE float row_sum(const float* __restrict x, index_t n, F&& f) {
+  using S = simd_native;
+  using V = S::reg;
+  constexpr int W = S::width;
+  V s0 = S::zero(), s1 = S::zero();
+  index_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    s0 = s0 + f(S::load(x + j));
+    s1 = s1 + f(S::load(x + j + W));
+  }
+  for (; j + W <= n; j += W) s0 = s0 + f(S::load(x + j));
+  alignas(64) float lanes[W];
+  S::store(lanes, s0 + s1);
+  float s = 0.0f;
+  for (int l = 0; l < W; ++l) s += lanes[l];
+  for (; j < n; ++j) s += f(x[j]);
+  return s;
+}
+
+/// Softmax of one f32 row into y (y may alias x). x is read from memory
+/// once, for its max; e = exp(x - max) goes to the L1/L2-resident buffer `e`
+/// with its sum (one exp per element); y = e / sum is the only write.
+inline void softmax_row(const float* x, float* y, index_t n, float* __restrict e, bool stream) {
+  using S = simd_native;
+  using V = S::reg;
+  constexpr int W = S::width;
   constexpr float ninf = -std::numeric_limits<float>::infinity();
-  float m[L], s[L];
-  for (int l = 0; l < L; ++l) {
-    m[l] = ninf;
-    s[l] = 0.0f;
+  // NaN-propagating max: a lane that has seen a NaN keeps it.
+  V m0 = S::set1(ninf), m1 = m0;
+  index_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    const V a = S::load(x + j), b = S::load(x + j + W);
+    m0 = ((a > m0) | (a != a)) ? a : m0;
+    m1 = ((b > m1) | (b != b)) ? b : m1;
   }
-  index_t i = 0;
-  for (; i + L <= n; i += L)
-    for (int l = 0; l < L; ++l) {
-      const float v = x[i + l];
-      const float mn = (v > m[l] || v != v) ? v : m[l];
-      // While the running max is -inf, scores are -inf too: count them as
-      // exp(0) and let the first finite max rescale them away (exp(-inf) = 0).
-      const float scale = mn == ninf ? 1.0f : vexp(m[l] - mn);
-      const float e = vexp(mn == ninf ? 0.0f : v - mn);
-      s[l] = s[l] * scale + e;
-      m[l] = mn;
-    }
-  for (int l = 0; i < n; ++i, l = (l + 1) % L) {
-    const float v = x[i];
-    const float mn = (v > m[l] || v != v) ? v : m[l];
-    const float scale = mn == ninf ? 1.0f : vexp(m[l] - mn);
-    s[l] = s[l] * scale + vexp(mn == ninf ? 0.0f : v - mn);
-    m[l] = mn;
+  alignas(64) float lanes[2 * W];
+  S::store(lanes, m0);
+  S::store(lanes + W, m1);
+  float mx = ninf;
+  for (int l = 0; l < 2 * W; ++l) mx = math::nan_max(mx, lanes[l]);
+  for (; j < n; ++j) mx = math::nan_max(mx, x[j]);
+  // exp(x - mx): an all -inf row gives exp(NaN) and a +inf gives
+  // exp(inf - inf) = NaN, so those rows are NaN, as in the reference.
+  const V vm = S::set1(mx);
+  V s0 = S::zero(), s1 = S::zero();
+  for (j = 0; j + 2 * W <= n; j += 2 * W) {
+    const V a = vexp(S::load(x + j) - vm), b = vexp(S::load(x + j + W) - vm);
+    S::store(e + j, a);
+    S::store(e + j + W, b);
+    s0 = s0 + a;
+    s1 = s1 + b;
   }
-  float mx = m[0];
-  for (int l = 1; l < L; ++l) mx = math::nan_max(mx, m[l]);
+  S::store(lanes, s0 + s1);
   float sum = 0.0f;
-  for (int l = 0; l < L; ++l) sum += s[l] * (mx == ninf ? 1.0f : vexp(m[l] - mx));
+  for (int l = 0; l < W; ++l) sum += lanes[l];
+  for (; j < n; ++j) sum += (e[j] = vexp(x[j] - mx));
   const float inv = 1.0f / sum;
-  for (index_t j = 0; j < n; ++j) y[j] = vexp(x[j] - mx) * inv;
+  const V vi = S::set1(inv);
+  write_row(
+      y, n, stream, [&](index_t k) { return S::load(e + k) * vi; }, [&](index_t k) { return e[k] * inv; });
 }
 
-/// Welford mean and variance (biased) of one f32 row, 16 lanes merged with Chan.
-inline void welford_row(const float* __restrict x, index_t n, float& mean, float& var) {
-  constexpr int L = row_lanes;
-  float mu[L] = {}, m2[L] = {};
-  index_t i = 0, k = 0;
-  for (; i + L <= n; i += L) {
-    const float inv = 1.0f / static_cast<float>(++k);
-    for (int l = 0; l < L; ++l) {
-      const float v = x[i + l];
-      const float d = v - mu[l];
-      mu[l] += d * inv;
-      m2[l] += d * (v - mu[l]);
-    }
-  }
-  // Merge the lanes pairwise (all hold k samples), then the tail one by one.
-  double cnt = static_cast<double>(k);
-  for (int w = L / 2; w >= 1 && k > 0; w /= 2) {
-    for (int l = 0; l < w; ++l) {
-      const float d = mu[l + w] - mu[l];
-      mu[l] += 0.5f * d;
-      m2[l] += m2[l + w] + d * d * static_cast<float>(cnt * 0.5);
-    }
-    cnt *= 2;
-  }
-  float a_mu = k > 0 ? mu[0] : 0.0f, a_m2 = k > 0 ? m2[0] : 0.0f;
-  float a_n = static_cast<float>(k > 0 ? cnt : 0.0);
-  for (; i < n; ++i) {
-    a_n += 1.0f;
-    const float d = x[i] - a_mu;
-    a_mu += d / a_n;
-    a_m2 += d * (x[i] - a_mu);
-  }
-  mean = a_mu;
-  var = a_m2 / static_cast<float>(n);
-}
-
-/// Runs f(xrow_f32, yrow_f32, n) per row and stores the f32 output row.
+/// Runs f(xrow_f32, yrow_f32, n, stream) per row: contiguous f32 rows in
+/// place, others through an f32 row buffer.
 template <class T, class F>
 void for_each_row(const rows_args<T>& g, int nthreads, F&& f) {
   const index_t n = g.cols;
   const index_t sx = g.x.strides.back(), sy = g.y.strides.back();
+  const bool stream = g.rows * n * static_cast<index_t>(sizeof(T)) >= row_stream_min_bytes;
   parallel_for(nthreads, g.rows, std::max<index_t>(1, 32768 / std::max<index_t>(n, 1)), [&](index_t r0, index_t r1) {
     float* buf = scratch<tag_row>(static_cast<std::size_t>(n));
     for (index_t r = r0; r < r1; ++r) {
@@ -113,21 +134,24 @@ void for_each_row(const rows_args<T>& g, int nthreads, F&& f) {
       T* y = g.y.data + row_offset(g.y, r);
       if constexpr (std::is_same_v<T, float>) {
         if (sx == 1 && sy == 1) {
-          f(x, y, n);
+          f(x, y, n, stream);
           continue;
         }
       }
       load_row(x, sx, n, buf);
-      f(buf, buf, n);
+      f(buf, buf, n, false);
       store_row(buf, n, y, sy);
     }
+    if (stream) stream_fence();
   });
 }
 
 template <class T>
 void softmax_compute(const rows_args<T>& g, int nthreads) {
   if (g.rows * g.cols == 0) return;
-  for_each_row(g, nthreads, [](const float* x, float* y, index_t n) { softmax_row(x, y, n); });
+  for_each_row(g, nthreads, [](const float* x, float* y, index_t n, bool stream) {
+    softmax_row(x, y, n, scratch<tag_exp>(static_cast<std::size_t>(n)), stream);
+  });
 }
 
 template <class T>
@@ -139,35 +163,39 @@ const float* gamma_f32(const tensor_view<const T>& v, index_t n, float* dst) {
 template <class T>
 void layer_norm_compute(const op::layer_norm<T>& op, const norm_args<T>& g, int nthreads) {
   if (g.rows * g.cols == 0) return;
+  using S = simd_native;
   float* gb = scratch<tag_gamma>(static_cast<std::size_t>(2 * g.cols));
   const float* gamma = gamma_f32(g.gamma, g.cols, gb);
   const float* beta = gamma_f32(g.beta, g.cols, gb + g.cols);
   const float eps = op.epsilon;
-  for_each_row(static_cast<const rows_args<T>&>(g), nthreads, [&](const float* x, float* y, index_t n) {
-    float mean, var;
-    welford_row(x, n, mean, var);
+  for_each_row(static_cast<const rows_args<T>&>(g), nthreads, [&](const float* x, float* y, index_t n, bool stream) {
+    // Two passes over the row (the second from L1/L2), as the reference:
+    // the mean, then the mean of squared deviations.
+    const float mean = row_sum(x, n, [](auto v) { return v; }) / static_cast<float>(n);
+    const float var = row_sum(x, n, [&](auto v) { return (v - mean) * (v - mean); }) / static_cast<float>(n);
     const float rstd = 1.0f / std::sqrt(var + eps);
-    for (index_t j = 0; j < n; ++j) y[j] = (x[j] - mean) * rstd * gamma[j] + beta[j];
+    const auto vmean = S::set1(mean), vrstd = S::set1(rstd);
+    write_row(
+        y, n, stream,
+        [&](index_t j) { return (S::load(x + j) - vmean) * vrstd * S::load(gamma + j) + S::load(beta + j); },
+        [&](index_t j) { return (x[j] - mean) * rstd * gamma[j] + beta[j]; });
   });
 }
 
 template <class T>
 void rms_norm_compute(const op::rms_norm<T>& op, const norm_args<T>& g, int nthreads) {
   if (g.rows * g.cols == 0) return;
+  using S = simd_native;
   float* gb = scratch<tag_gamma>(static_cast<std::size_t>(g.cols));
   const float* gamma = gamma_f32(g.gamma, g.cols, gb);
   const float eps = op.epsilon;
-  for_each_row(static_cast<const rows_args<T>&>(g), nthreads, [&](const float* x, float* y, index_t n) {
-    constexpr int L = row_lanes;
-    float acc[L] = {};
-    index_t i = 0;
-    for (; i + L <= n; i += L)
-      for (int l = 0; l < L; ++l) acc[l] += x[i + l] * x[i + l];
-    float ss = 0.0f;
-    for (int l = 0; l < L; ++l) ss += acc[l];
-    for (; i < n; ++i) ss += x[i] * x[i];
+  for_each_row(static_cast<const rows_args<T>&>(g), nthreads, [&](const float* x, float* y, index_t n, bool stream) {
+    const float ss = row_sum(x, n, [](auto v) { return v * v; });
     const float rs = 1.0f / std::sqrt(ss / static_cast<float>(n) + eps);
-    for (index_t j = 0; j < n; ++j) y[j] = x[j] * rs * gamma[j];
+    const auto vrs = S::set1(rs);
+    write_row(
+        y, n, stream, [&](index_t j) { return S::load(x + j) * vrs * S::load(gamma + j); },
+        [&](index_t j) { return x[j] * rs * gamma[j]; });
   });
 }
 

@@ -1,28 +1,37 @@
 // kforge/cpu/thread_pool.hpp — the persistent thread pool behind
 // policy::threaded.
 //
-// Threads are created once (lazily, the first time a call needs them) and
-// reused by every later call: a call publishes a job, the caller runs share 0
-// itself and the workers run the others. Idle workers spin briefly (a call
-// that follows within ~50 µs starts without a futex wake-up) and then sleep
-// on a condition variable, so an idle process does not burn a core.
+// Threads are created once (lazily, by the first call that needs them) and
+// reused by every later call. A call is a job of `ntasks` independent tasks;
+// the tasks are claimed one at a time from a shared counter, so:
+//   - the caller starts on task 0 at once and never waits for a worker to
+//     wake up (a worker that is still asleep, or was just created, joins
+//     whatever is left when it gets a core);
+//   - a worker that is descheduled (another process holds its core) holds
+//     at most the one task it is running, not a fixed share of the call;
+//   - the call returns when every task has finished.
+// Idle workers spin for spin_before_sleep() (2 ms) after their last task (a
+// call that follows within it starts on all threads without a futex
+// wake-up), yielding the core while they spin, then sleep on a futex: an idle
+// process burns no core.
 //
-// The job is SPMD: f(tid, nthreads) runs once on each of nthreads threads, and
-// the shares may meet at a spin_barrier (the blocked gemm packs B together,
-// then computes). A call made from inside a job, or while another thread owns
-// the pool, runs serially as f(0, 1), so every body must accept nthreads == 1.
+// A call made from inside a task, or while another thread owns the pool, runs
+// its tasks serially on the calling thread. An exception thrown by a task is
+// rethrown to the caller once every claimed task has finished.
 //
 // Thread count: the policy's threads<N> knob, else KFORGE_NUM_THREADS, else
-// std::thread::hardware_concurrency().
+// std::thread::hardware_concurrency(). More threads than cores is allowed.
 #pragma once
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <exception>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -48,37 +57,51 @@ inline int default_num_threads() {
   return n;
 }
 
-/// A barrier for the nthreads shares of one job. Spins briefly, then sleeps
-/// on a futex (std::atomic::wait) so that an oversubscribed machine still
-/// makes progress.
-class spin_barrier {
- public:
-  explicit spin_barrier(int n) : n_(n) {}
-  void wait() {
-    if (n_ <= 1) return;
-    const int gen = gen_.load(std::memory_order_acquire);
-    if (count_.fetch_add(1, std::memory_order_acq_rel) == n_ - 1) {
-      count_.store(0, std::memory_order_relaxed);
-      gen_.fetch_add(1, std::memory_order_release);
-      gen_.notify_all();
-      return;
+/// How long an idle worker spins before it sleeps, and how long a caller
+/// spins for the last running tasks before it sleeps: KFORGE_POOL_SPIN_US
+/// (microseconds, 0 = sleep at once) if set, else 2000 µs. Why 2 ms: it
+/// covers the issue-14 scenario of calls made 1 ms apart with room for the
+/// call itself, so such calls find the workers awake, and it costs an idle
+/// process at most 2 ms of one core after its last call (OpenBLAS 0.3.21's
+/// threads wait 2^28 TSC cycles, ~0.1 s, before sleeping; libgomp spins
+/// 300,000 times by default, GOMP_SPINCOUNT). What a futex wake-up
+/// costs instead is measured by bench/cpu_calls.sh (the gap scenario with
+/// KFORGE_POOL_SPIN_US=0 beside the default; docs/PERFORMANCE.md). While
+/// spinning, a thread yields its core every ~20 µs, so it does not hold a
+/// core that another thread is ready to run on.
+inline std::chrono::microseconds spin_before_sleep() {
+  static const std::chrono::microseconds us = [] {
+    if (const char* e = std::getenv("KFORGE_POOL_SPIN_US")) {
+      char* end = nullptr;
+      const long v = std::strtol(e, &end, 10);
+      if (end != e && *end == 0 && v >= 0) return std::chrono::microseconds(v);
     }
-    // Spin briefly (the partner is usually microseconds away), then sleep on
-    // the futex: when another process holds the partner's core, a spinning or
-    // yielding waiter only takes CPU from it (measured 4x slower 256³ gemm
-    // under a load average of 6 on 2 cores).
-    for (int spin = 0; spin < 2048; ++spin) {
-      if (gen_.load(std::memory_order_acquire) != gen) return;
-      KFORGE_CPU_PAUSE();
-    }
-    while (gen_.load(std::memory_order_acquire) == gen) gen_.wait(gen, std::memory_order_acquire);
-  }
+    return std::chrono::microseconds(2000);
+  }();
+  return us;
+}
 
- private:
-  int n_;
-  std::atomic<int> count_{0};
-  std::atomic<int> gen_{0};
+namespace detail {
+/// Test seam (tests/cpu_thread_pool.cpp). While hold() is true, a worker that
+/// has seen a new job waits before claiming any of its tasks, as a worker
+/// whose core another process holds would. The counters say what the workers
+/// did since the process started: tasks run (not counting the callers') and
+/// futex sleeps begun.
+struct pool_test_hooks {
+  static std::atomic<bool>& hold() {
+    static std::atomic<bool> h{false};
+    return h;
+  }
+  static std::atomic<std::int64_t>& worker_tasks() {
+    static std::atomic<std::int64_t> n{0};
+    return n;
+  }
+  static std::atomic<std::int64_t>& worker_sleeps() {
+    static std::atomic<std::int64_t> n{0};
+    return n;
+  }
 };
+}  // namespace detail
 
 class thread_pool {
  public:
@@ -92,48 +115,59 @@ class thread_pool {
   thread_pool& operator=(const thread_pool&) = delete;
 
   ~thread_pool() {
-    {
-      std::lock_guard<std::mutex> lk(sleep_mutex_);
-      stop_ = true;
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    wake_.notify_all();
+    stop_.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_seq_cst);
+    generation_.notify_all();
     for (auto& t : workers_) t.join();
   }
 
   /// Number of worker threads created so far (the caller is not counted).
   int workers() const { return static_cast<int>(workers_.size()); }
 
-  /// Runs f(tid, nthreads) for tid in [0, nthreads) and returns when all
-  /// shares have finished. The caller runs share 0.
+  /// Workers asleep on the futex (or past their spin and about to sleep):
+  /// the next call has to wake them.
+  int sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
+
+  /// Runs f(task) for every task in [0, ntasks) on up to nthreads threads
+  /// (the caller is one of them) and returns when all have finished.
   template <class F>
-  void run(int nthreads, F&& f) {
-    if (nthreads <= 1 || in_job()) {
-      f(0, 1);
+  void run_tasks(int nthreads, std::int64_t ntasks, F&& f) {
+    if (ntasks <= 0) return;
+    if (nthreads <= 1 || ntasks == 1 || in_job()) {
+      for (std::int64_t t = 0; t < ntasks; ++t) f(t);
       return;
     }
     std::unique_lock<std::mutex> owner(run_mutex_, std::try_to_lock);
     if (!owner.owns_lock()) {  // another thread is using the pool: do the work here
-      f(0, 1);
+      for (std::int64_t t = 0; t < ntasks; ++t) f(t);
       return;
     }
     grow(nthreads - 1);
     using Fn = std::remove_reference_t<F>;
     ctx_ = const_cast<void*>(static_cast<const void*>(&f));
-    call_ = [](void* c, int tid, int nt) { (*static_cast<Fn*>(c))(tid, nt); };
-    nthreads_ = nthreads;
-    remaining_.store(nthreads - 1, std::memory_order_relaxed);
-    {
-      std::lock_guard<std::mutex> lk(sleep_mutex_);
-      generation_.fetch_add(1, std::memory_order_release);
-    }
-    if (sleepers_.load(std::memory_order_acquire) > 0) wake_.notify_all();
+    call_ = [](void* c, std::int64_t first, std::int64_t end) {
+      for (std::int64_t t = first; t < end; ++t) (*static_cast<Fn*>(c))(t);
+    };
+    // The claim word counts units in 31 bits; more tasks than that are
+    // claimed in groups of `per`.
+    per_ = (ntasks + max_units - 1) / max_units;
+    total_ = ntasks;
+    ntasks = (ntasks + per_ - 1) / per_;
+    ntasks_ = ntasks;
+    job_threads_ = nthreads;
+    error_ = nullptr;
+    finished_.store(0, std::memory_order_relaxed);
+    // Publish: the claim word carries the job's generation, so a worker that
+    // wakes up late can only claim tasks of the job it saw.
+    const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store(static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ntasks), std::memory_order_release);
+    generation_.store(gen, std::memory_order_seq_cst);
+    if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
     in_job() = true;
-    f(0, nthreads);
+    drain(gen);
     in_job() = false;
-    for (int spin = 0; spin < 4096 && remaining_.load(std::memory_order_acquire) != 0; ++spin) KFORGE_CPU_PAUSE();
-    for (int left; (left = remaining_.load(std::memory_order_acquire)) != 0;)
-      remaining_.wait(left, std::memory_order_acquire);
+    wait_finished(ntasks);
+    if (error_) std::rethrow_exception(error_);
   }
 
  private:
@@ -144,51 +178,122 @@ class thread_pool {
     return flag;
   }
 
-  void grow(int n) {
-    while (static_cast<int>(workers_.size()) < n) {
-      const int tid = static_cast<int>(workers_.size()) + 1;
-      // The generation is read here, before the job that needs this thread is
-      // published, so the new thread cannot miss it.
-      const std::uint64_t gen = generation_.load(std::memory_order_acquire);
-      workers_.emplace_back([this, tid, gen] { worker(tid, gen); });
+  static constexpr std::int64_t max_units = 0x7fffffff;
+
+  /// Claims and runs tasks of job `gen` until none is left.
+  void drain(std::uint32_t gen) {
+    std::uint64_t v = claim_.load(std::memory_order_acquire);
+    for (;;) {
+      if (static_cast<std::uint32_t>(v >> 32) != gen || (v & 0xffffffffu) == 0) return;
+      if (!claim_.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel, std::memory_order_acquire)) continue;
+      // A successful claim means the job is still running: its fields are
+      // this job's, not the next one's (that is published only after every
+      // task has finished). They are read now, before this task counts as
+      // finished: the caller may publish the next job right after that.
+      const std::int64_t units = ntasks_, per = per_, unit = units - static_cast<std::int64_t>(v & 0xffffffffu);
+      try {
+        call_(ctx_, unit * per, std::min(total_, unit * per + per));
+      } catch (...) {
+        std::lock_guard<std::mutex> lk(error_mutex_);
+        if (!error_) error_ = std::current_exception();
+      }
+      if (!in_caller()) detail::pool_test_hooks::worker_tasks().fetch_add(1, std::memory_order_relaxed);
+      if (finished_.fetch_add(1, std::memory_order_seq_cst) + 1 == static_cast<std::int32_t>(units) &&
+          caller_sleeping_.load(std::memory_order_seq_cst))
+        finished_.notify_all();
+      v = claim_.load(std::memory_order_acquire);
     }
   }
 
-  void worker(int tid, std::uint64_t seen) {
+  static bool& in_caller() {
+    thread_local bool flag = true;  // false on the pool's own threads
+    return flag;
+  }
+
+  /// Spins until pred() holds or spin_before_sleep() has passed, yielding the
+  /// core every 20 µs; returns whether pred() held.
+  template <class P>
+  static bool spin(P&& pred) {
+    using clk = std::chrono::steady_clock;
+    const auto start = clk::now();
+    const auto until = start + spin_before_sleep();
+    auto next_yield = start + std::chrono::microseconds(20);
+    for (int i = 1;; ++i) {
+      if (pred()) return true;
+      KFORGE_CPU_PAUSE();
+      if (i % 64 == 0) {
+        const auto now = clk::now();
+        if (now > until) return false;
+        if (now > next_yield) {
+          std::this_thread::yield();
+          next_yield = now + std::chrono::microseconds(20);
+        }
+      }
+    }
+  }
+
+  /// The caller's wait for tasks other threads are still running: spin, then sleep.
+  void wait_finished(std::int64_t ntasks) {
+    const auto n = static_cast<std::int32_t>(ntasks);
+    if (spin([&] { return finished_.load(std::memory_order_acquire) == n; })) return;
+    for (std::int32_t f; (f = finished_.load(std::memory_order_seq_cst)) != n;) {
+      caller_sleeping_.store(true, std::memory_order_seq_cst);
+      f = finished_.load(std::memory_order_seq_cst);
+      if (f != n) finished_.wait(f, std::memory_order_acquire);
+      caller_sleeping_.store(false, std::memory_order_relaxed);
+    }
+  }
+
+  void grow(int n) {
+    while (static_cast<int>(workers_.size()) < n) {
+      const int slot = static_cast<int>(workers_.size()) + 1;
+      // The generation is read before the job that needs this thread is
+      // published, so the new thread cannot miss it.
+      const std::uint32_t gen = generation_.load(std::memory_order_acquire);
+      workers_.emplace_back([this, slot, gen] { worker(slot, gen); });
+    }
+  }
+
+  /// Waits for a generation other than `seen`: spins, then sleeps on the futex.
+  std::uint32_t next_job(std::uint32_t seen) {
+    std::uint32_t g = seen;
+    if (spin([&] { return (g = generation_.load(std::memory_order_acquire)) != seen; })) return g;
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    detail::pool_test_hooks::worker_sleeps().fetch_add(1, std::memory_order_relaxed);
+    while ((g = generation_.load(std::memory_order_seq_cst)) == seen) generation_.wait(seen, std::memory_order_acquire);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+    return g;
+  }
+
+  void worker(int slot, std::uint32_t seen) {
     in_job() = true;
+    in_caller() = false;
     for (;;) {
-      // Spin ~50 µs for the next job, then sleep.
-      int spin = 0;
-      while (generation_.load(std::memory_order_acquire) == seen && spin < 20000) {
-        KFORGE_CPU_PAUSE();
-        ++spin;
-      }
-      if (generation_.load(std::memory_order_acquire) == seen) {
-        std::unique_lock<std::mutex> lk(sleep_mutex_);
-        sleepers_.fetch_add(1, std::memory_order_acq_rel);
-        wake_.wait(lk, [&] { return generation_.load(std::memory_order_acquire) != seen; });
-        sleepers_.fetch_sub(1, std::memory_order_acq_rel);
-      }
-      seen = generation_.load(std::memory_order_acquire);
-      if (stop_) return;
-      if (tid < nthreads_) {
-        call_(ctx_, tid, nthreads_);
-        if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) remaining_.notify_all();
-      }
+      seen = next_job(seen);
+      if (stop_.load(std::memory_order_relaxed)) return;
+      while (detail::pool_test_hooks::hold().load(std::memory_order_acquire))
+        std::this_thread::sleep_for(std::chrono::microseconds(100));
+      // job_threads_ is read before any claim; a stale value only makes this
+      // worker sit out a job or try to claim from one that is over (its
+      // claim word then has another generation or no task left).
+      if (slot < job_threads_.load(std::memory_order_relaxed)) drain(seen);
     }
   }
 
   std::vector<std::thread> workers_;
   std::mutex run_mutex_;
-  std::mutex sleep_mutex_;
-  std::condition_variable wake_;
-  std::atomic<std::uint64_t> generation_{0};
-  std::atomic<int> remaining_{0};
+  std::mutex error_mutex_;
+  std::exception_ptr error_;
+  std::atomic<std::uint32_t> generation_{0};
+  std::atomic<std::uint64_t> claim_{0};  // generation << 32 | tasks not yet claimed
+  std::atomic<std::int32_t> finished_{0};
   std::atomic<int> sleepers_{0};
-  void* ctx_ = nullptr;
-  void (*call_)(void*, int, int) = nullptr;
-  int nthreads_ = 1;
+  std::atomic<bool> caller_sleeping_{false};
+  std::atomic<int> job_threads_{1};
   std::atomic<bool> stop_{false};
+  void* ctx_ = nullptr;
+  void (*call_)(void*, std::int64_t, std::int64_t) = nullptr;
+  std::int64_t ntasks_ = 0, per_ = 1, total_ = 0;
 };
 
 namespace detail {
@@ -199,20 +304,23 @@ inline void split_range(std::int64_t n, int tid, int nt, std::int64_t& begin, st
   end = begin + q + (tid < r ? 1 : 0);
 }
 
-/// Runs f(begin, end) over [0, n) on up to nthreads threads; items are split
-/// into equal contiguous ranges (no thread gets fewer than `grain` items).
+/// Runs f(begin, end) over [0, n) on up to nthreads threads. The range is cut
+/// into chunks of at least `grain` items — up to 8 per thread, so that a
+/// thread that is descheduled holds one chunk, not half the work — and the
+/// chunks are claimed dynamically. One chunk (n < 2·grain or one thread)
+/// runs on the calling thread.
 template <class F>
 void parallel_for(int nthreads, std::int64_t n, std::int64_t grain, F&& f) {
   if (n <= 0) return;
   const std::int64_t by_grain = std::max<std::int64_t>(1, n / std::max<std::int64_t>(grain, 1));
-  const int nt = static_cast<int>(std::min<std::int64_t>(nthreads, by_grain));
-  if (nt <= 1) {
+  const std::int64_t chunks = std::min<std::int64_t>(by_grain, nthreads <= 1 ? 1 : 8 * std::int64_t{nthreads});
+  if (chunks <= 1) {
     f(std::int64_t{0}, n);
     return;
   }
-  thread_pool::instance().run(nt, [&](int tid, int t) {
+  thread_pool::instance().run_tasks(nthreads, chunks, [&](std::int64_t c) {
     std::int64_t b, e;
-    split_range(n, tid, t, b, e);
+    split_range(n, static_cast<int>(c), static_cast<int>(chunks), b, e);
     if (b < e) f(b, e);
   });
 }

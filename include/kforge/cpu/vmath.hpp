@@ -1,6 +1,7 @@
-// kforge/cpu/vmath.hpp — branch-free float functions written so that GCC and
-// Clang vectorise loops over them (selects instead of branches, bit casts
-// instead of ldexp), plus loads/stores that convert half/bfloat16 rows.
+// kforge/cpu/vmath.hpp — branch-free float functions (selects instead of
+// branches, bit casts instead of ldexp), written once for a float and for a
+// whole SIMD register (cpu/isa.hpp's vector types), plus loads/stores that
+// convert half/bfloat16 rows.
 //
 // Accuracy (measured against glibc over ±[1e-6, 100], tests/cpu_ops.cpp):
 // exp ≤ 2 ulp (Cephes polynomial after Cody–Waite reduction), tanh ≤ 3 ulp
@@ -23,71 +24,122 @@
 
 namespace kforge::cpu::detail {
 
-KFORGE_CPU_INLINE float vexp(float x) {
+/// The int32 lanes of a float type: int32 for float, the matching vector of
+/// int32 for a register (cpu/isa.hpp).
+template <class V>
+struct int_lanes {
+  using type = std::int32_t;
+};
+template <>
+struct int_lanes<f32x8> {
+  using type = i32x8;
+};
+template <>
+struct int_lanes<f32x16> {
+  using type = i32x16;
+};
+
+// Every function below is written once for V = float and V = a register:
+// comparisons, ?: and arithmetic are element-wise on GCC/Clang vector types,
+// and a select is what a branch-free scalar loop vectorises to anyway.
+
+template <class V>
+KFORGE_CPU_INLINE V vabs(V x) {
+  using I = typename int_lanes<V>::type;
+  return std::bit_cast<V>(std::bit_cast<I>(x) & 0x7fffffff);
+}
+
+/// |mag| with the sign of sgn.
+template <class V>
+KFORGE_CPU_INLINE V vcopysign(V mag, V sgn) {
+  using I = typename int_lanes<V>::type;
+  return std::bit_cast<V>((std::bit_cast<I>(mag) & 0x7fffffff) | (std::bit_cast<I>(sgn) & static_cast<std::int32_t>(0x80000000u)));
+}
+
+/// min(max(x, lo), hi), NaN kept: one max and one min on registers (the
+/// x86 instructions return their second operand when either is NaN), two
+/// selects on floats.
+template <class V>
+KFORGE_CPU_INLINE V vclamp(V x, float lo, float hi) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<V, f32x16>) return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), x));
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<V, f32x8>) return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), x));
+#endif
+  V y = x < lo ? lo : x;
+  return y > hi ? hi : y;
+}
+
+template <class V>
+KFORGE_CPU_INLINE V vexp(V x) {
+  using I = typename int_lanes<V>::type;
   constexpr float hi = 88.72283f, lo = -87.33654f;
-  float xc = x < lo ? lo : x;
-  xc = xc > hi ? hi : xc;
+  const V xc = vclamp(x, lo, hi);
   // Round to nearest by adding and subtracting 1.5·2^23 (exact for |v| < 2^22;
   // std::floor is a libm call unless -fno-trapping-math, which blocks
   // vectorisation).
   constexpr float round_magic = 12582912.0f;
-  float n = (xc * 1.44269504088896341f + round_magic) - round_magic;
-  n = xc != xc ? 0.0f : n;
-  float r = xc - n * 0.693359375f;
+  V n = (xc * 1.44269504088896341f + round_magic) - round_magic;
+  n = xc != xc ? 0.0f : n;  // NaN: any finite n, the result is NaN through p
+  V r = xc - n * 0.693359375f;
   r = r - n * -2.12194440e-4f;
-  float p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
+  V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
   p = p * r + 8.3334519073e-3f;
   p = p * r + 4.1665795894e-2f;
   p = p * r + 1.6666665459e-1f;
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
-  float y = std::bit_cast<float>(std::bit_cast<std::int32_t>(p) + (static_cast<std::int32_t>(n) << 23));
+  I ni;
+  if constexpr (std::is_same_v<V, float>) ni = static_cast<std::int32_t>(n);
+  else ni = __builtin_convertvector(n, I);
+  V y = std::bit_cast<V>(std::bit_cast<I>(p) + (ni << 23));
   y = x < lo ? 0.0f : y;
   y = x > hi ? std::numeric_limits<float>::infinity() : y;
   return y;
 }
 
-KFORGE_CPU_INLINE float vtanh(float x) {
-  const float ax = std::fabs(x);
-  const float z = x * x;
-  float ps = -5.70498872745e-3f;
-  ps = ps * z + 2.06390887954e-2f;
+template <class V>
+KFORGE_CPU_INLINE V vtanh(V x) {
+  const V ax = vabs(x);
+  const V z = x * x;
+  V ps = z * -5.70498872745e-3f + 2.06390887954e-2f;
   ps = ps * z - 5.37397155531e-2f;
   ps = ps * z + 1.33314422036e-1f;
   ps = ps * z - 3.33332819422e-1f;
-  const float small = x + x * z * ps;
-  const float e = vexp(2.0f * ax);
-  const float big = std::copysign(1.0f - 2.0f / (e + 1.0f), x);
+  const V small = x + x * z * ps;
+  const V e = vexp(ax * 2.0f);
+  const V big = vcopysign(1.0f - 2.0f / (e + 1.0f), x);
   return ax < 0.625f ? small : big;
 }
 
-KFORGE_CPU_INLINE float verf(float a) {
-  float x = a > 4.0f ? 4.0f : a;
-  x = x < -4.0f ? -4.0f : x;
-  const float x2 = x * x;
-  float p = -2.72614225801306e-10f;
-  p = p * x2 + 2.77068142495902e-08f;
+template <class V>
+KFORGE_CPU_INLINE V verf(V a) {
+  const V x = vclamp(a, -4.0f, 4.0f);
+  const V x2 = x * x;
+  V p = x2 * -2.72614225801306e-10f + 2.77068142495902e-08f;
   p = p * x2 + -2.10102402082508e-06f;
   p = p * x2 + -5.69250639462346e-05f;
   p = p * x2 + -7.34990630326855e-04f;
   p = p * x2 + -2.95459980854025e-03f;
   p = p * x2 + -1.60960333262415e-02f;
   p = p * x;
-  float q = -1.45660718464996e-05f;
-  q = q * x2 + -2.13374055278905e-04f;
+  V q = x2 * -1.45660718464996e-05f + -2.13374055278905e-04f;
   q = q * x2 + -1.68282697438203e-03f;
   q = q * x2 + -7.37332916720468e-03f;
   q = q * x2 + -1.42647390514189e-02f;
   return p / q;
 }
 
-KFORGE_CPU_INLINE float vsigmoid(float x) { return 1.0f / (1.0f + vexp(-x)); }
+template <class V>
+KFORGE_CPU_INLINE V vsigmoid(V x) {
+  return 1.0f / (1.0f + vexp(-x));
+}
 
 /// The element-wise function F with the formulas of ops/functions.hpp and
-/// the vectorisable exp/tanh/erf above.
-template <fn F>
-KFORGE_CPU_INLINE float vapply(float x, [[maybe_unused]] float slope) {
+/// the vectorisable exp/tanh/erf above, on a float or a whole register.
+template <fn F, class V>
+KFORGE_CPU_INLINE V vapply(V x, [[maybe_unused]] float slope) {
   if constexpr (F == fn::identity) return x;
   else if constexpr (F == fn::relu) return x < 0.0f ? 0.0f : x;
   else if constexpr (F == fn::leaky_relu) return x < 0.0f ? slope * x : x;
@@ -97,13 +149,20 @@ KFORGE_CPU_INLINE float vapply(float x, [[maybe_unused]] float slope) {
   else if constexpr (F == fn::exp) return vexp(x);
   else if constexpr (F == fn::tanh) return vtanh(x);
   else if constexpr (F == fn::sigmoid) return vsigmoid(x);
-  else if constexpr (F == fn::abs) return std::fabs(x);
+  else if constexpr (F == fn::abs) return vabs(x);
   else return -x;
 }
 
+/// v[i] = F(v[i]) for i < n, a whole register at a time. (GCC does not
+/// vectorise the scalar loop: the selects stay branches under its default
+/// -ftrapping-math, "control flow in loop".)
 template <fn F>
 inline void apply_n(float* __restrict v, std::int64_t n, float slope) {
-  for (std::int64_t i = 0; i < n; ++i) v[i] = vapply<F>(v[i], slope);
+  using S = simd_native;
+  constexpr int W = S::width;
+  std::int64_t i = 0;
+  for (; i + W <= n; i += W) S::store(v + i, vapply<F>(S::load(v + i), slope));
+  for (; i < n; ++i) v[i] = vapply<F>(v[i], slope);
 }
 
 /// v[i] = f(v[i]) for the run-time activation f (a gemm/conv2d epilogue).

@@ -1,9 +1,9 @@
-// kforge/eigen/attention.hpp — reference attention: per (batch, head) the
-// full S×L score matrix, masked, softmaxed row-wise, times V. Materialises
-// S×L floats; it is the oracle, not the fast path.
+// kforge/eigen/attention.hpp — reference attention: per (batch, query head)
+// the full S×L score matrix against its KV head, softmaxed row-wise over the
+// keys each row sees, times those keys' V rows only (masked keys are
+// excluded, not multiplied by 0: an Inf in a masked V row stays out).
+// Materialises S×L floats; it is the oracle, not the fast path.
 #pragma once
-
-#include <limits>
 
 #include "kforge/eigen/common.hpp"
 #include "kforge/eigen/softmax.hpp"
@@ -14,24 +14,31 @@ namespace kforge::detail {
 template <class T>
 struct impl<policy::eigen, op::attention<T>> : attention_entry<impl<policy::eigen, op::attention<T>>, op::attention<T>> {
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
-    auto head = [](const tensor_view<const T>& v, index_t b, index_t h) {
-      return eigen::to_matrix(tensor_view<const T>(v.data + b * v.stride(0) + h * v.stride(1), shape{v.size(2), v.size(3)},
-                                                   shape{v.stride(2), v.stride(3)}));
-    };
     for (index_t b = 0; b < g.b; ++b)
       for (index_t h = 0; h < g.h; ++h) {
-        const tensor_view<T> o(g.o.data + b * g.o.stride(0) + h * g.o.stride(1), shape{g.s, g.dv},
-                               shape{g.o.stride(2), g.o.stride(3)});
+        const tensor_view<T> o = g.head(g.o, b, h);
         if (g.l == 0) {
           eigen::store(eigen::matrix_rm::Zero(g.s, g.dv), o);
           continue;
         }
-        eigen::array_rm scores = ((head(g.q, b, h) * head(g.k, b, h).transpose()) * g.scale).array();
-        if (g.causal)
-          for (index_t i = 0; i < g.s; ++i)
-            for (index_t j = i + 1; j < g.l; ++j) scores(i, j) = -std::numeric_limits<float>::infinity();
-        eigen::softmax_rows(scores);
-        eigen::store(scores.matrix() * head(g.v, b, h), o);
+        const index_t hk = h / g.group();
+        const eigen::matrix_rm v = eigen::to_matrix(g.head(g.v, b, hk));
+        eigen::array_rm scores = ((eigen::to_matrix(g.head(g.q, b, h)) * eigen::to_matrix(g.head(g.k, b, hk)).transpose()) *
+                                  g.scale).array();
+        if (!g.causal) {
+          eigen::softmax_rows(scores);
+          eigen::store(scores.matrix() * v, o);
+          continue;
+        }
+        eigen::matrix_rm out(g.s, g.dv);
+        for (index_t i = 0; i < g.s; ++i) {
+          const index_t n = g.visible(i);
+          auto row = scores.row(i).head(n);
+          row = (row - row.template maxCoeff<Eigen::PropagateNaN>()).exp();
+          row /= row.sum();
+          out.row(i) = row.matrix() * v.topRows(n);
+        }
+        eigen::store(out, o);
       }
   }
 };

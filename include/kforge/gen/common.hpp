@@ -111,6 +111,26 @@ inline std::string read_text(const std::filesystem::path& path) {
   return ss.str();
 }
 
+/// The largest kernel source read_kernel_source accepts (kforge's own kernels
+/// are 2-20 KiB).
+inline constexpr std::uintmax_t kernel_source_limit = std::uintmax_t{1} << 20;
+
+/// A user's kernel file: a regular file of at most kernel_source_limit bytes
+/// (not a device, FIFO or directory: `--kernel /dev/zero` would read
+/// forever), else argument_error saying which.
+inline std::string read_kernel_source(const std::filesystem::path& path) {
+  std::error_code ec;
+  const auto st = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(st)) throw argument_error("kernel file '" + path.string() + "' does not exist");
+  if (!std::filesystem::is_regular_file(st))
+    throw argument_error("kernel file '" + path.string() + "' is not a regular file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > kernel_source_limit)
+    throw argument_error("kernel file '" + path.string() + "' is " + (ec ? std::string("unreadable") : std::to_string(size) + " bytes") +
+                         "; the limit is " + std::to_string(kernel_source_limit) + " bytes");
+  return read_text(path);
+}
+
 /// The API key from KFORGE_LLM_API_KEY, else OPENAI_API_KEY ("" when unset).
 inline std::string api_key_from_env() {
   for (const char* n : {"KFORGE_LLM_API_KEY", "OPENAI_API_KEY"})

@@ -180,6 +180,7 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
       previous.reset();
     }
     write_record(r, dir);
+    if (resp.fatal) throw provider_error("kforge gen: " + prov.name() + " cannot answer: " + r.reason);
     say(tag + ": " + (r.correct() ? std::string("ACCEPTED") : "rejected at " + r.stage) + " -> " +
         std::filesystem::path(r.path).filename().string());
     ++res.by_stage[r.correct() ? std::string(stage::accepted) : r.stage];

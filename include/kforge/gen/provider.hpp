@@ -66,6 +66,18 @@ struct llm_response {
   std::vector<std::string> attempt_log;  ///< one line per HTTP request
   double seconds = 0;
   std::string error;
+  /// The failure is the provider's setup, not this request: the server
+  /// refused the connection, the host does not resolve, TLS failed, the key
+  /// was refused (401/403) or the model or URL does not exist (404). Asking
+  /// again, or for the next sample, cannot help: generate() stops at once.
+  bool fatal = false;
+};
+
+/// A provider that cannot answer at all (llm_response::fatal), thrown by
+/// gen::generate with the cause and the URL (never the key).
+class provider_error : public error {
+ public:
+  using error::error;
 };
 
 /// What a provider knows about the attempt besides the messages.
@@ -247,6 +259,7 @@ struct openai_options {
   int max_retries = 4;         ///< after the first request, on 429 / 5xx / timeouts / connection errors
   long backoff_ms = 1000;      ///< first delay; doubles each retry
   long max_backoff_ms = 30000; ///< cap, also for Retry-After
+  long total_timeout_ms = 300000; ///< no retry starts past this much time since the first request
 };
 
 class openai_provider : public provider {
@@ -287,13 +300,20 @@ class openai_provider : public provider {
       bool retry = false;
       if (h.curl != CURLE_OK) {
         line += std::string("transport error: ") + curl_easy_strerror(h.curl);
-        retry = h.curl == CURLE_OPERATION_TIMEDOUT || h.curl == CURLE_COULDNT_CONNECT || h.curl == CURLE_RECV_ERROR ||
-                h.curl == CURLE_SEND_ERROR || h.curl == CURLE_GOT_NOTHING || h.curl == CURLE_PARTIAL_FILE;
+        // Worth another try: the server was reached or may come back (a
+        // timeout, a dropped connection). Not worth one: nothing listens,
+        // the name does not resolve, TLS cannot be set up.
+        retry = h.curl == CURLE_OPERATION_TIMEDOUT || h.curl == CURLE_RECV_ERROR || h.curl == CURLE_SEND_ERROR ||
+                h.curl == CURLE_GOT_NOTHING || h.curl == CURLE_PARTIAL_FILE;
+        r.fatal = !retry;
       } else if (h.status == 429 || h.status >= 500) {
         line += "HTTP " + std::to_string(h.status);
         retry = true;
       } else if (h.status != 200) {
-        line += "HTTP " + std::to_string(h.status) + " (not retried)";
+        const bool setup = h.status == 401 || h.status == 403 || h.status == 404;
+        line += "HTTP " + std::to_string(h.status) +
+                (h.status == 404 ? " (unknown model or URL)" : setup ? " (the key was refused)" : " (not retried)");
+        r.fatal = setup;
       } else {
         std::string why;
         r.ok = detail::parse_chat_completion(h.body, r, why);
@@ -304,15 +324,23 @@ class openai_provider : public provider {
       r.attempt_log.push_back(line);
       if (r.ok || (!retry && h.curl == CURLE_OK && h.status == 200)) break;
       if (!retry) {
-        r.error = redact(line + (h.body.empty() ? "" : ": " + h.body.substr(0, 300)), secrets);
+        r.error = redact(url + ": " + line + (h.body.empty() ? "" : ": " + h.body.substr(0, 300)), secrets);
         break;
       }
       if (attempt == o_.max_retries) {
-        r.error = "gave up after " + std::to_string(r.attempts) + " requests; last: " + line;
+        r.error = url + ": gave up after " + std::to_string(r.attempts) + " requests; last: " + line;
         break;
       }
       long delay = std::min(o_.max_backoff_ms, o_.backoff_ms << std::min(attempt, 20));
       if (h.retry_after_s >= 0) delay = std::min(o_.max_backoff_ms, std::max(delay, h.retry_after_s * 1000));
+      const auto spent =
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      if (spent + delay > o_.total_timeout_ms) {
+        r.error = url + ": gave up after " + std::to_string(r.attempts) + " requests in " + std::to_string(spent) +
+                  " ms (the next retry would pass the total limit of " + std::to_string(o_.total_timeout_ms) +
+                  " ms); last: " + line;
+        break;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(delay));
     }
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

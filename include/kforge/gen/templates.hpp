@@ -71,7 +71,8 @@ inline std::string template_source(const problem& p, const template_knobs& k = {
 struct mutant {
   std::string name;   ///< e.g. "gemm.off_by_one_store"
   std::string kind;   ///< off_by_one, missing_tail, missing_barrier, dropped_scale, wrong_init,
-                      ///< read_past_end, partial_output, returns_input, f16_accumulation
+                      ///< read_past_end, partial_output, returns_input, f16_accumulation,
+                      ///< wrong_index
   std::string description;
   std::string source;  ///< the mutated kernel
 };

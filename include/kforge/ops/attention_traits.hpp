@@ -13,36 +13,58 @@ namespace kforge {
 
 struct attention_traits : traits_base<attention_traits> {
   static constexpr std::string_view family = "attention";
-  static constexpr std::string_view shape_syntax = "BxHxSxD[,L]";
+  static constexpr std::string_view shape_syntax = "BxHxSxD[,L[xHkv]]";
   static constexpr bool compute_bound = true;
   /// How ±Inf scores mix with masking is not something PyTorch defines: the
   /// NaN/Inf case gives attention NaN only.
   static constexpr bool inf_inputs = false;
 
   static std::span<const op_name> ops() {
-    static constexpr op_name names[] = {{"attention", "BxHxSxD[,L]"}};
+    static constexpr op_name names[] = {
+        {"attention", "BxHxSxD[,L[xHkv]] (batch x query heads x queries x head dim; keys, KV heads)"}};
     return names;
   }
-  static bool shape_ok(const problem& p) { return p.dims.rank() == 4 && p.dims2.rank() <= 1; }
+  static bool shape_ok(const problem& p) { return p.dims.rank() == 4 && p.dims2.rank() <= 2; }
   /// Key length L.
   static index_t keys(const problem& p) { return p.dims2.rank() ? p.dims2[0] : p.dims[2]; }
+  /// KV heads Hkv (grouped-query attention when < H).
+  static index_t kv_heads(const problem& p) { return p.dims2.rank() == 2 ? p.dims2[1] : p.dims[1]; }
+  static attention_layout layout(const problem& p) {
+    return p.attr("bshd", 0) != 0 ? attention_layout::bshd : attention_layout::bhsd;
+  }
   static std::vector<operand_spec> operands(const problem& p) {
-    const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3], l = keys(p);
-    return {operand("Q", shape{b, h, s, d}, true), operand("K", shape{b, h, l, d}), operand("V", shape{b, h, l, d}),
-            operand("O", shape{b, h, s, d})};
+    const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3], l = keys(p), hk = kv_heads(p);
+    if (hk == 0 ? h != 0 : h % hk != 0)
+      throw argument_error("kforge::attention: " + std::to_string(h) + " query heads are not a multiple of " +
+                           std::to_string(hk) + " KV heads");
+    const bool bshd = layout(p) == attention_layout::bshd;
+    auto dims = [&](index_t heads, index_t rows) { return bshd ? shape{b, rows, heads, d} : shape{b, heads, rows, d}; };
+    return {operand("Q", dims(h, s), true), operand("K", dims(hk, l)), operand("V", dims(hk, l)), operand("O", dims(h, s))};
   }
   static std::span<const cli_option> options() {
     static constexpr cli_option opts[] = {
         {"causal", "", "causal mask: query i sees keys j <= i", [](problem& p, std::string_view) { p.causal = true; }},
         {"scale", "S", "score scale (default 1/sqrt(D))",
          [](problem& p, std::string_view v) { p.scale = static_cast<float>(parse_number("scale", v)); }},
+        {"layout", "bhsd|bshd", "attention: Q, K, V, O as [B,H,S,D] (default) or [B,S,H,D]",
+         [](problem& p, std::string_view v) {
+           if (v != "bhsd" && v != "bshd")
+             throw argument_error("kforge: --layout expects bhsd or bshd, got '" + std::string(v) + "'");
+           if (v == "bshd") p.attrs["bshd"] = 1;
+           else p.attrs.erase("bshd");
+         }},
     };
     return opts;
   }
-  static std::string describe(const problem& p) { return p.causal ? " causal" : ""; }
+  static std::string describe(const problem& p) {
+    std::string s = p.causal ? " causal" : "";
+    if (kv_heads(p) != p.dims[1]) s += " kv_heads=" + std::to_string(kv_heads(p));
+    return s + (layout(p) == attention_layout::bshd ? " bshd" : "");
+  }
+  /// Query-key pairs a row sees, top-left causal: sum over i < S of min(i + 1, L).
   static double flops(const problem& p) {
     const double l = static_cast<double>(keys(p)), s = static_cast<double>(p.dims[2]);
-    const double pairs = p.causal ? s * l - s * (s - 1) / 2.0 : s * l;
+    const double pairs = !p.causal ? s * l : s <= l ? s * (s + 1) / 2 : l * (l + 1) / 2 + (s - l) * l;
     return 4.0 * static_cast<double>(p.dims[0] * p.dims[1]) * pairs * static_cast<double>(p.dims[3]);
   }
 
@@ -51,6 +73,7 @@ struct attention_traits : traits_base<attention_traits> {
     op::attention<T> o;
     o.causal = p.causal;
     o.scale = p.scale;
+    o.layout = layout(p);
     f(o);
   }
   template <class T, class... V>
@@ -60,10 +83,16 @@ struct attention_traits : traits_base<attention_traits> {
     problem p;
     p.op = "attention";
     p.type = dtype_of<T>();
-    p.dims = q.dims;
-    if (k.rank() == 4 && k.size(2) != q.size(2)) p.dims2 = shape{k.size(2)};
+    const bool bshd = o.layout == attention_layout::bshd;
+    const int ha = bshd ? 2 : 1, sa = bshd ? 1 : 2;
+    p.dims = q.rank() == 4 ? shape{q.size(0), q.size(ha), q.size(sa), q.size(3)} : q.dims;
+    if (q.rank() == 4 && k.rank() == 4) {
+      if (k.size(ha) != q.size(ha)) p.dims2 = shape{k.size(sa), k.size(ha)};
+      else if (k.size(sa) != q.size(sa)) p.dims2 = shape{k.size(sa)};
+    }
     p.causal = o.causal;
     p.scale = o.scale;
+    if (bshd) p.attrs["bshd"] = 1;
     return p;
   }
 
@@ -89,51 +118,68 @@ struct attention_traits : traits_base<attention_traits> {
   static kernel_contract contract(const problem&) {
     kernel_contract c;
     c.bindings = {"Q", "K", "V", "O"};
-    c.push = {{"BH", "uint", "batch * heads"}, {"S", "uint", "query length"}, {"L", "uint", "key length"},
+    c.push = {{"BH", "uint", "batch * query heads"}, {"S", "uint", "query length"}, {"L", "uint", "key length"},
               {"D", "uint", "head dim of Q, K"}, {"DV", "uint", "head dim of V, O"},
-              {"scale", "float", "score scale (1/sqrt(D) unless given)"}, {"causal", "uint", "1: query i sees keys j <= i"}};
+              {"scale", "float", "score scale (1/sqrt(D) unless given)"}, {"causal", "uint", "1: query i sees keys j <= i"},
+              {"H", "uint", "query heads"}, {"G", "uint", "query heads per KV head: query head h reads KV head h / G"},
+              {"bshd", "uint", "0: tensors are [B,H,rows,dim]; 1: [B,rows,H,dim] (H or H/G heads)"}};
     c.tile_1d_optional = true;
     c.tile_meaning = "query rows (over B*H*S) per workgroup (default 1)";
     c.grid_rule = "G = ceil(BH * S / TILE) workgroups";
     return c;
   }
   static launch launch_of(const problem& p, const launch_tiles& t) {
-    const index_t bh = p.dims[0] * p.dims[1], s = p.dims[2], d = p.dims[3];
+    const index_t bh = p.dims[0] * p.dims[1], s = p.dims[2], d = p.dims[3], hk = kv_heads(p);
     const float scale = p.scale > 0 ? p.scale : 1.0f / std::sqrt(static_cast<float>(std::max<index_t>(1, d)));
     launch l;
     l.put_u32(bh, "B*H"), l.put_u32(s, "S"), l.put_u32(keys(p), "L"), l.put_u32(d, "D"), l.put_u32(d, "DV");
     l.put(scale), l.put(std::uint32_t(p.causal ? 1 : 0));
+    l.put_u32(p.dims[1], "H"), l.put_u32(hk ? p.dims[1] / hk : 1, "G");
+    l.put(std::uint32_t(layout(p) == attention_layout::bshd ? 1 : 0));
     l.grid = launch::flat_grid(launch::ceil_div(static_cast<std::uint64_t>(bh * s), t.tile ? t.tile : 1));
     return l;
   }
   static std::string semantics(const problem&) {
-    return "scaled dot-product attention per (batch, head): O = softmax(Q·Kᵀ·scale [+ causal mask]) · V. Q is "
-           "[B,H,S,D], K [B,H,L,D], V [B,H,L,DV], O [B,H,S,DV], flattened as [BH, rows, dim]. With causal, query i "
-           "sees keys j <= i. NaN in a score row makes that output row NaN. Accumulate in f32.";
+    return "scaled dot-product attention per (batch, query head) with grouped KV heads: O = softmax(Q·Kᵀ·scale "
+           "[+ causal mask]) · V, where query head h uses KV head h / G (H query heads, H/G KV heads). With bshd = 0, Q "
+           "is [B,H,S,D], K [B,H/G,L,D], V [B,H/G,L,DV], O [B,H,S,DV]; with bshd = 1 they are [B,S,H,D], "
+           "[B,L,H/G,D], [B,L,H/G,DV], [B,S,H,DV]. With causal, query i sees keys j <= i. Masked keys are excluded: "
+           "never read their V rows (an Inf there must not reach the output). NaN in a score row makes that output "
+           "row NaN. Accumulate in f32.";
   }
   static std::string source_spec(const problem& p) {
-    return std::string("def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v, is_causal=") +
-           (p.causal ? "True" : "False") + ")";
+    const bool bshd = layout(p) == attention_layout::bshd;
+    std::string s = "def attention(q, k, v):\n";
+    if (bshd) s += "    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # [B,S,H,D] -> [B,H,S,D]\n";
+    if (kv_heads(p) != p.dims[1])
+      s += "    g = q.shape[1] // k.shape[1]\n    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)\n";
+    s += std::string("    o = F.scaled_dot_product_attention(q, k, v, is_causal=") + (p.causal ? "True" : "False") + ")\n";
+    return s + (bshd ? "    return o.transpose(1, 2)" : "    return o");
   }
   static std::string record_params(const problem& p) {
-    return (p.causal ? "_causal" : "") + (p.scale > 0 ? "_sc" + number_part(p.scale) : "");
+    std::string s = (p.causal ? "_causal" : "") + (p.scale > 0 ? "_sc" + number_part(p.scale) : "");
+    if (kv_heads(p) != p.dims[1]) s += "_kv" + std::to_string(kv_heads(p));
+    return s + (layout(p) == attention_layout::bshd ? "_bshd" : "");
   }
-  /// S and L change independently of each other.
+  /// S and L change independently of each other; the heads stay (H / Hkv must stay whole).
   static problem held_out(const problem& p) {
     problem q = p;
     q.dims[2] = odd_extent(p.dims[2]) == 1 ? 3 : odd_extent(p.dims[2]);
-    const index_t l = keys(p);
-    q.dims2 = shape{odd_extent(l) == 1 ? 5 : odd_extent(l)};
+    const index_t l = keys(p), lo = odd_extent(l) == 1 ? 5 : odd_extent(l);
+    q.dims2 = p.dims2.rank() == 2 ? shape{lo, p.dims2[1]} : shape{lo};
     return q;
   }
   /// S > L, so that with the causal mask the last queries see every key (a
-  /// read of key L is visible, not masked).
+  /// read of key L is visible, not masked); two batches of four query heads
+  /// over two KV heads in [B,S,H,D], so a wrong KV head, batch offset or
+  /// row stride changes the output.
   static problem mutation_problem(const std::string& op) {
     problem p;
     p.op = op;
-    p.dims = shape{1, 2, 13, 17};
-    p.dims2 = shape{11};
+    p.dims = shape{2, 4, 13, 17};
+    p.dims2 = shape{11, 2};
     p.causal = true;
+    p.attrs["bshd"] = 1;
     return p;
   }
 };

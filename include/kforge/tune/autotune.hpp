@@ -268,9 +268,9 @@ inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, in
       [](const choice& g) { return g ? vulkan_config_name(*g) : std::string("policy::vulkan<> default"); });
   detail::last_vk_default.reset();
   if (c) return *c;
-  // The default depends on M and N, not only on the bucket the memo is keyed by.
-  detail::last_vk_default =
-      vulkan::gemm_default_config(d, t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n));
+  // The default depends on M, N and K, not only on the bucket the memo is keyed by.
+  detail::last_vk_default = vulkan::gemm_default_config(d, t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n),
+                                                        static_cast<std::uint64_t>(k));
   return *detail::last_vk_default;
 }
 #endif

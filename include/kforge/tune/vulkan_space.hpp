@@ -4,10 +4,12 @@
 // policy::vulkan's tile knobs are compile-time types, so this space is a
 // run-time list instead of a policy_list: every config of
 // vulkan::valid_configs(ctx, dtype), i.e. the backend's gemm_configs (the
-// register-tiled kernel over nine tile/thread-tile shapes × K step {8, 16} ×
-// grouped or row-major tile order, and for f16 where the device has NV
-// cooperative matrices the coopmat kernel over six tile/subgroup shapes × K
-// step {16, 32} × tile order) plus the generic kernel at 64×64×16 / 4×4. A
+// register-tiled kernel over its tile/thread-tile shapes × K step × grouped
+// or row-major tile order, K splits of the tiles thin grids use, the gemv
+// kernel over rows per workgroup × columns per invocation × lanes × splits,
+// and for f16 where the device has NV cooperative matrices the coopmat
+// kernel over its tile/subgroup shapes × K step × tile order and splits;
+// gemm_config.hpp lists them) plus the generic kernel at 64×64×16 / 4×4. A
 // candidate's executor is vulkan::gemm_with_config on the context and its
 // device_seconds() the gemm dispatch's timestamp time. The default (where
 // descent starts) is what policy::vulkan<> runs untuned for the shape,
@@ -51,21 +53,27 @@ namespace detail {
 /// order for generic.
 inline vulkan::gemm_config normalised(vulkan::gemm_config c) {
   if (c.kernel == vulkan::gemm_kernel::coopmat_f16) c.tm = c.tn = 0;
+  else if (c.kernel == vulkan::gemm_kernel::gemv) c.tm = c.warps_m = c.group_m = 0;
   else c.warps = c.warps_m = 0;
   if (c.kernel == vulkan::gemm_kernel::generic) c.group_m = 0;
   return c;
 }
 }  // namespace detail
 
-/// "vulkan/tiled/128x64x8/8x4/g8", "vulkan/coopmat_f16/128x128x32/w8x2/g8",
-/// "vulkan/generic/64x64x16/4x4/g0": kernel, tile M×N×K, thread tile (or
-/// subgroups × subgroup rows), tile-order group.
+/// "vulkan/tiled/128x64x8/8x4/g8", "vulkan/coopmat_f16/128x128x32/w8x2/g8/s4",
+/// "vulkan/gemv/8x256x8/t4w8/g0/s16", "vulkan/generic/64x64x16/4x4/g0":
+/// kernel, tile M×N×K, thread tile (or subgroups × subgroup rows; gemv:
+/// columns per invocation and subgroups), tile-order group, and "/s<splits>"
+/// where K is split (names of unsplit configs are those of earlier caches).
 inline std::string vulkan_config_name(const vulkan::gemm_config& raw) {
   const auto c = detail::normalised(raw);
   auto n = [](std::uint32_t v) { return std::to_string(v); };
   std::string s = std::string("vulkan/") + vulkan::to_string(c.kernel) + "/" + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + "/";
-  s += c.kernel == vulkan::gemm_kernel::coopmat_f16 ? "w" + n(c.warps) + "x" + n(c.warps_m) : n(c.tm) + "x" + n(c.tn);
-  return s + "/g" + n(c.group_m);
+  if (c.kernel == vulkan::gemm_kernel::coopmat_f16) s += "w" + n(c.warps) + "x" + n(c.warps_m);
+  else if (c.kernel == vulkan::gemm_kernel::gemv) s += "t" + n(c.tn) + "w" + n(c.warps);
+  else s += n(c.tm) + "x" + n(c.tn);
+  s += "/g" + n(c.group_m);
+  return c.splits == 1 ? s : s + "/s" + n(c.splits);
 }
 
 /// The candidate that runs gemm with config cfg on ctx (cfg is not checked
@@ -79,7 +87,7 @@ inline candidate vulkan_gemm_candidate(vulkan::context& ctx, const vulkan::gemm_
   auto n = [](std::uint32_t v) { return std::to_string(v); };
   out.cfg = {{"policy", "vulkan"}, {"kernel", vulkan::to_string(c.kernel)}, {"bm", n(c.bm)}, {"bn", n(c.bn)},
              {"bk", n(c.bk)},      {"tm", n(c.tm)},  {"tn", n(c.tn)},       {"warps", n(c.warps)},
-             {"warps_m", n(c.warps_m)}, {"group_m", n(c.group_m)}};
+             {"warps_m", n(c.warps_m)}, {"group_m", n(c.group_m)}, {"splits", n(c.splits)}};
   vulkan::context* cp = &ctx;
   out.run = [cp, c](const problem& p, std::vector<host_tensor>& ts) { vulkan::gemm_with_config(*cp, c, p, ts); };
   out.device_seconds = [] { return vulkan::last_gemm_seconds(); };
@@ -92,7 +100,8 @@ inline std::vector<candidate> vulkan_gemm_candidates(vulkan::context& ctx, const
   std::string dflt;
   if (p.dims.rank() == 3 && p.type != dtype::f64)
     dflt = vulkan_config_name(vulkan::gemm_default_config(ctx.info(), dev, static_cast<std::uint64_t>(p.dims[0]),
-                                                          static_cast<std::uint64_t>(p.dims[1])));
+                                                          static_cast<std::uint64_t>(p.dims[1]),
+                                                          static_cast<std::uint64_t>(p.dims[2])));
   std::vector<candidate> out;
   for (const auto& c : vulkan::valid_configs(ctx, p.type)) {
     out.push_back(vulkan_gemm_candidate(ctx, c));
@@ -109,12 +118,14 @@ inline std::optional<vulkan::gemm_config> vulkan_config_of(const config& c) {
   if (k == "generic") g.kernel = vulkan::gemm_kernel::generic;
   else if (k == "tiled") g.kernel = vulkan::gemm_kernel::tiled;
   else if (k == "coopmat_f16") g.kernel = vulkan::gemm_kernel::coopmat_f16;
+  else if (k == "gemv") g.kernel = vulkan::gemm_kernel::gemv;
   else return std::nullopt;
-  std::uint32_t* fields[] = {&g.bm, &g.bn, &g.bk, &g.tm, &g.tn, &g.warps, &g.warps_m, &g.group_m};
-  const char* keys[] = {"bm", "bn", "bk", "tm", "tn", "warps", "warps_m", "group_m"};
-  for (int i = 0; i < 8; ++i) {
+  std::uint32_t* fields[] = {&g.bm, &g.bn, &g.bk, &g.tm, &g.tn, &g.warps, &g.warps_m, &g.group_m, &g.splits};
+  const char* keys[] = {"bm", "bn", "bk", "tm", "tn", "warps", "warps_m", "group_m", "splits"};
+  for (int i = 0; i < 9; ++i) {
     const std::string v = config_value(c, keys[i]);
-    if (!is_integer_text(v) || v[0] == '-') return std::nullopt;
+    if (i == 8 && v.empty()) break;  // entries written before K splits existed: no split
+    if (!is_integer_text(v) || v[0] == '-' || v.size() > 9) return std::nullopt;
     *fields[i] = static_cast<std::uint32_t>(std::stoul(v));
   }
   return g;

@@ -67,6 +67,18 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("attention", small ? "1x1x7x17,33" : "1x2x7x17,100", [](problem& p) { p.causal = true; });
   add("attention", small ? "1x1x17x7,3" : "1x1x33x7,3", none);
   add("attention", small ? "1x1x17x16" : "1x2x70x32", [](problem& p) { p.causal = true; });  // a tensor-core head dim
+  // grouped KV heads (GQA, MQA), causal with S > L, [B,S,H,D], decode (S = 1 against 1000+ keys: the
+  // split kernel), and head dims 64 / 128 across the coopmat kernel's 64- and 128-row blocks
+  add("attention", small ? "1x4x17x16,20x2" : "2x4x33x16,40x2", [](problem& p) { p.causal = true; });
+  add("attention", small ? "1x2x20x16,7x1" : "1x2x40x16,17x1", [](problem& p) { p.causal = true; });
+  add("attention", small ? "1x4x9x16,13x2" : "2x4x20x32,25x2", [](problem& p) {
+    p.causal = true;
+    p.attrs["bshd"] = 1;
+  });
+  add("attention", small ? "1x4x1x16,1000x1" : "1x8x1x64,1000x2", none);
+  add("attention", small ? "1x2x3x16,1001x1" : "2x4x3x64,1500x2", [](problem& p) { p.attrs["bshd"] = 1; });
+  add("attention", small ? "1x1x65x64,67" : "1x2x129x64,130", [](problem& p) { p.causal = true; });
+  add("attention", small ? "1x2x66x128,63x1" : "1x4x127x128,129x2", none);
   // rope: half-split and interleaved, a decode-like position offset, Llama 3's base
   add("rope", small ? "3x5x16" : "2x17x3x64", none);
   add("rope", small ? "7x3x18" : "33x5x34", [](problem& p) {

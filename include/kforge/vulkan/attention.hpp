@@ -1,70 +1,214 @@
 // kforge/vulkan/attention.hpp — scaled dot-product attention on
-// policy::vulkan: the cooperative-matrix kernel where it applies, else the
-// scalar flash kernel.
+// policy::vulkan: per call one of three kernels (shaders/attention.hpp) —
+// the split (flash-decoding) kernel for few query rows per KV head, the
+// cooperative-matrix kernel for f16 prefill, else the scalar flash kernel.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <algorithm>
+#include <string>
+
 #include "kforge/vulkan/call.hpp"
 #include "kforge/vulkan/shaders/attention.hpp"
 
 namespace kforge::vulkan {
 
-/// Whether attention on dt data with head dims d, dv runs on cooperative
-/// matrices (shaders::attention_coopmat) on device `info`.
-inline bool attention_coopmat_applies(const device_info& info, dtype dt, index_t d, index_t dv) {
-  if (!(dt == dtype::f16 && coopmat_f16_available(info) && d > 0 && dv > 0 && d % 16 == 0 && dv % 16 == 0 &&
-        d <= 64 && dv <= 64))
-    return false;
-  // The shader's shared arrays (64 query rows, 32 keys, 128 invocations): Qs, Ks, Vs, Ss, Ph + Pl, kf_red.
-  const std::uint64_t ud = static_cast<std::uint64_t>(d), udv = static_cast<std::uint64_t>(dv);
-  const std::uint64_t bytes = 64 * (ud / 8 + 1) * 16 + 32 * (ud / 8 + 1) * 16 + 32 * (udv / 8 + 1) * 16 +
-                              64 * (std::max<std::uint64_t>(udv, 32) + 4) * 4 + 2 * 64 * 40 * 2 + 128 * 4;
-  return bytes <= info.max_shared_memory;
+/// The kernel an attention call runs on.
+enum class attention_kernel {
+  scalar,   ///< shaders::attention: one workgroup per query row; any dtype, any head dims
+  coopmat,  ///< shaders::attention_coopmat: f16 on NV cooperative matrices, D, Dv multiples of 16 up to 256
+  split,    ///< shaders::attention_split (+ attention_merge): keys split across workgroups, G·S <= 16 rows
+};
+
+constexpr std::string_view to_string(attention_kernel k) {
+  return k == attention_kernel::coopmat ? "coopmat" : k == attention_kernel::split ? "split" : "scalar";
 }
 
-/// Flash-style attention on dense [B·H, S, D] q, [B·H, L, D] k, [B·H, L, Dv] v:
-/// on cooperative matrices where attention_coopmat_applies (4 subgroups, 64
-/// query rows per workgroup), else the scalar kernel with workgroup size wg.
-/// coopmat: -1 where it applies (policy::vulkan<>'s default), 0 never (the
-/// scalar kernel), 1 required (unsupported_error where it does not apply).
-inline void record_attention(stream& s, dtype dt, std::uint32_t wg, index_t bh, index_t sq, index_t l, index_t d,
-                             index_t dv, float scale, bool causal, buffer_ref q, buffer_ref k, buffer_ref v_,
-                             buffer_ref o, int coopmat = -1) {
+/// An attention call's extents as the kernels see them.
+struct attention_dims {
+  index_t b = 0, h = 0, hkv = 0, s = 0, l = 0, d = 0, dv = 0;
+  bool causal = false, bshd = false;
+  index_t group() const { return hkv ? h / hkv : 1; }
+  /// Keys some query sees: causal attention (top-left) sees none at or past S.
+  index_t keys_seen() const { return causal ? std::min(l, s) : l; }
+};
+
+/// Tiling of attention_coopmat: `warps` subgroups of `rf` 16-row fragments
+/// each (16·rf·warps query rows per workgroup), key blocks of `bkv`.
+struct attention_coopmat_config {
+  std::uint32_t warps = 4, rf = 1, bkv = 64;
+  std::uint32_t rows() const { return 16 * rf * warps; }
+  std::string str() const {
+    return "warps " + std::to_string(warps) + " rf " + std::to_string(rf) + " bkv " + std::to_string(bkv);
+  }
+};
+
+/// Shared memory attention_coopmat declares (bytes): Ks, Vs, the prelude's reduction slots.
+inline std::uint64_t attention_coopmat_shared_bytes(const attention_coopmat_config& c, index_t d, index_t dv) {
+  const std::uint64_t sk = static_cast<std::uint64_t>(d) / 8 + 1, sv = static_cast<std::uint64_t>(dv) / 8 + 1;
+  return 16ull * c.bkv * (sk + sv) + 4ull * 32 * c.warps;
+}
+
+/// Why config c cannot run attention with head dims d, dv on dt data on device
+/// `info` (empty: it can).
+inline std::string attention_coopmat_check(const device_info& info, dtype dt, index_t d, index_t dv,
+                                           const attention_coopmat_config& c) {
+  if (dt != dtype::f16) return "the data is not f16";
+  if (!coopmat_f16_available(info)) return "device '" + info.name + "' has no 16x16x16 f16 NV cooperative matrices";
+  if (d <= 0 || dv <= 0 || d % 16 || dv % 16 || d > 256 || dv > 256)
+    return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) + " are not multiples of 16 up to 256";
+  // Ks and Vs also stage the Q and output rows of bkv / (16·rf) subgroups at a time, and the index fragments.
+  if (c.warps < 1 || c.rf < 1 || c.bkv % 16 || c.bkv < 16 * c.rf || c.bkv < 32 || 32 * c.warps > info.max_workgroup_invocations)
+    return "tiling " + c.str() + " is not one the kernel takes";
+  const std::uint64_t bytes = attention_coopmat_shared_bytes(c, d, dv);
+  if (bytes > info.max_shared_memory)
+    return "tiling " + c.str() + " needs " + std::to_string(bytes) + " bytes of shared memory, the device allows " +
+           std::to_string(info.max_shared_memory);
+  return {};
+}
+
+/// The tiling for head dims d, dv — chosen from register and shared-memory
+/// budgets, not yet timed on the H100 (`vk_bench --attention-sweep` times
+/// every tiling of {4, 8} warps × {1, 2} row fragments × {32, 64} keys
+/// there): two row fragments per subgroup (half the shared-memory fragment
+/// loads per multiply) and 64-key blocks where D <= 64; at D = 128 the
+/// registers (Q 32, output 64, scores and P 48 per invocation) leave room for
+/// one row fragment only, and eight subgroups halve the K/V stage per
+/// invocation; D = 256 takes 32-key blocks to stay inside 48 KiB of shared
+/// memory (the H100's limit) and the registers.
+inline attention_coopmat_config attention_coopmat_default(index_t d, index_t dv) {
+  const index_t m = std::max(d, dv);
+  if (m <= 64) return {4, 2, 64};
+  if (m <= 128) return {8, 1, 64};
+  return {8, 1, 32};
+}
+
+/// Whether attention on dt data with head dims d, dv can run on cooperative
+/// matrices (shaders::attention_coopmat) on device `info`.
+inline bool attention_coopmat_applies(const device_info& info, dtype dt, index_t d, index_t dv) {
+  return attention_coopmat_check(info, dt, d, dv, attention_coopmat_default(d, dv)).empty();
+}
+
+/// attention_split: rows per workgroup (G·S) at most this (registers: rows ×
+/// 4 output columns per invocation).
+inline constexpr index_t attention_split_max_rows = 16;
+inline constexpr std::uint32_t attention_split_wg = 128;
+
+/// Shared memory attention_split declares for a call (bytes).
+inline std::uint64_t attention_split_shared_bytes(const attention_dims& a) {
+  const std::uint64_t r = static_cast<std::uint64_t>(a.group() * a.s), wg = attention_split_wg;
+  const std::uint64_t d = static_cast<std::uint64_t>(a.d), dv = static_cast<std::uint64_t>(a.dv);
+  const std::uint64_t nc = a.d % 4 == 0 && a.dv % 4 == 0 ? dv / 4 : dv, kl = nc <= wg ? wg / nc : 1;
+  return 4ull * r * d + 4ull * r * std::max(wg, kl * dv) + 12ull * r + 4ull * wg;
+}
+
+/// Whether the split kernel takes a call: few query rows per KV head (decode)
+/// that fit its registers and the device's shared memory.
+inline bool attention_split_applies(const device_info& info, dtype, const attention_dims& a) {
+  const index_t r = a.group() * a.s;
+  return a.keys_seen() > 0 && r >= 1 && r <= attention_split_max_rows && a.d > 0 && a.dv > 0 &&
+         attention_split_shared_bytes(a) <= info.max_shared_memory;
+}
+
+/// How the split kernel cuts the keys: `nsplit` chunks of `chunk` keys (a
+/// multiple of its 128-key block), aiming at `groups` workgroups over batch ×
+/// KV heads × splits so that every SM holds several (an H100 has 132), but no
+/// chunk below one block: the merge's extra dispatch is paid either way.
+struct attention_split_plan {
+  std::uint32_t nsplit = 1, chunk = 0;
+};
+inline attention_split_plan attention_split_plan_for(const attention_dims& a, std::uint64_t groups = 512) {
+  const std::uint64_t keys = static_cast<std::uint64_t>(a.keys_seen()), blk = attention_split_wg;
+  const std::uint64_t nbk = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(a.b * a.hkv));
+  std::uint64_t n = std::clamp<std::uint64_t>((groups + nbk - 1) / nbk, 1, std::max<std::uint64_t>(1, (keys + blk - 1) / blk));
+  n = std::min<std::uint64_t>(n, 256);  // attention_merge's MAX_SPLITS
+  const std::uint64_t chunk = std::max<std::uint64_t>(blk, ((keys + n - 1) / n + blk - 1) / blk * blk);
+  return {static_cast<std::uint32_t>((keys + chunk - 1) / chunk), static_cast<std::uint32_t>(chunk)};
+}
+
+/// The kernel a call runs on. coopmat: -1 where it applies (policy::vulkan<>'s
+/// default), 0 never, 1 required (unsupported_error where it does not apply).
+inline attention_kernel attention_kernel_for(const device_info& info, dtype dt, const attention_dims& a, int coopmat = -1) {
+  const attention_coopmat_config c = attention_coopmat_default(a.d, a.dv);
+  if (coopmat == 1) {
+    const std::string why = attention_coopmat_check(info, dt, a.d, a.dv, c);
+    if (!why.empty())
+      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but attention with D=" +
+                              std::to_string(a.d) + ", Dv=" + std::to_string(a.dv) + " cannot use them: " + why);
+    return attention_kernel::coopmat;
+  }
+  if (attention_split_applies(info, dt, a)) return attention_kernel::split;
+  if (coopmat != 0 && attention_coopmat_check(info, dt, a.d, a.dv, c).empty()) return attention_kernel::coopmat;
+  return attention_kernel::scalar;
+}
+
+/// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
+/// scalar kernel's workgroup size; `config` and `plan` override the coopmat
+/// kernel's tiling and the split kernel's cut (benchmarks and tuning;
+/// nullptr: attention_coopmat_default, attention_split_plan_for).
+inline void record_attention(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
+                             buffer_ref v_, buffer_ref o, int coopmat = -1, std::uint32_t wg = 128,
+                             const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr) {
   using namespace detail;
   context& ctx = s.ctx();
-  const bool coop = coopmat != 0 && attention_coopmat_applies(ctx.info(), dt, d, dv);
-  if (coopmat == 1 && !coop)
-    throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but attention with D=" +
-                            std::to_string(d) + ", Dv=" + std::to_string(dv) + " on " + std::string(to_string(dt)) +
-                            " data on device '" + ctx.info().name +
-                            "' cannot use them (f16, D and Dv multiples of 16 up to 64, NV cooperative matrices)");
-  struct {
+  const attention_kernel kind = a.l == 0 ? attention_kernel::scalar : attention_kernel_for(ctx.info(), dt, a, coopmat);
+  struct push {
     std::uint32_t bh, s, l, d, dv;
     float scale;
-    std::uint32_t causal;
-  } pc{u32(bh, "B*H"), u32(sq, "S"), u32(l, "L"), u32(d, "D"), u32(dv, "Dv"), scale, causal ? 1u : 0u};
-  u32(bh * std::max(sq, l) * std::max(d, dv), "elements");
-  if (coop) {
-    constexpr std::uint32_t warps = 4, rows = 16 * warps;
+    std::uint32_t causal, h, g, bshd;
+  } pc{u32(a.b * a.h, "B*H"), u32(a.s, "S"), u32(a.l, "L"), u32(a.d, "D"), u32(a.dv, "Dv"), scale,
+       a.causal ? 1u : 0u, u32(a.h, "H"), u32(a.group(), "H/Hkv"), a.bshd ? 1u : 0u};
+  // Every index the kernels form fits 32 bits (elements of the largest tensor).
+  u32(std::max(a.b * a.h * a.s * std::max(a.d, a.dv), a.b * a.hkv * a.l * std::max(a.d, a.dv)), "elements");
+  const std::vector<binding> io{{q}, {k}, {v_}, {o, true}};
+  if (kind == attention_kernel::coopmat) {
+    const attention_coopmat_config c = config ? *config : attention_coopmat_default(a.d, a.dv);
+    const std::string why = attention_coopmat_check(ctx.info(), dt, a.d, a.dv, c);
+    if (!why.empty()) throw unsupported_error("kforge::vulkan: attention_coopmat: " + why);
     const auto v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
-    const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2}}, {32 * warps, pc.d, pc.dv});
-    const std::uint64_t blocks = static_cast<std::uint64_t>(bh) * ((static_cast<std::uint64_t>(sq) + rows - 1) / rows);
-    s.dispatch(p, {{q}, {k}, {v_}, {o, true}}, &pc, sizeof pc, grid(blocks), "attention");
+    const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2, 3, 4}}, {32 * c.warps, pc.d, pc.dv, c.bkv, c.rf});
+    const std::uint64_t blocks = static_cast<std::uint64_t>(pc.bh) * ((static_cast<std::uint64_t>(a.s) + c.rows() - 1) / c.rows());
+    s.dispatch(p, io, &pc, sizeof pc, grid(blocks), "attention coopmat");
+    return;
+  }
+  if (kind == attention_kernel::split) {
+    const attention_split_plan cut = plan ? *plan : attention_split_plan_for(a);
+    if (cut.nsplit < 1 || cut.nsplit > 256 || static_cast<std::uint64_t>(cut.nsplit) * cut.chunk < static_cast<std::uint64_t>(a.keys_seen()))
+      throw argument_error("kforge::vulkan: attention split plan of " + std::to_string(cut.nsplit) + " chunks of " +
+                           std::to_string(cut.chunk) + " keys does not cover " + std::to_string(a.keys_seen()) + " keys");
+    struct {
+      push base;
+      std::uint32_t chunk, nsplit;
+    } ps{pc, cut.chunk, cut.nsplit};
+    const std::uint32_t rows = u32(a.group() * a.s, "G*S"), vec = a.d % 4 == 0 && a.dv % 4 == 0 ? 4 : 1;
+    const std::uint64_t nbk = static_cast<std::uint64_t>(a.b * a.hkv);
+    const std::uint64_t part_bytes = cut.nsplit > 1 ? 4ull * cut.nsplit * nbk * rows * (static_cast<std::uint64_t>(a.dv) + 2) : 4;
+    u32(static_cast<index_t>(part_bytes / 4), "split partials");
+    const buffer_ref part = s.keep(ctx.device_memory().allocate(part_bytes)).ref();
+    const auto v = make_variant("attention_split", shaders::attention_split, dt, {{"KF_VEC", std::to_string(vec)}});
+    const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3}}, {attention_split_wg, pc.d, pc.dv, rows});
+    s.dispatch(p, {{q}, {k}, {v_}, {o, cut.nsplit == 1}, {part, cut.nsplit > 1}}, &ps, sizeof ps,
+               grid(nbk * cut.nsplit), "attention split");
+    if (cut.nsplit > 1) {
+      const auto mv = make_variant("attention_merge", shaders::attention_merge, dt, {});
+      const auto& mp = ctx.get_pipeline(mv, {2, sizeof ps, {0, 1, 2}}, {attention_split_wg, pc.dv, rows});
+      s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows), "attention merge");
+    }
     return;
   }
   check_wg(ctx, wg, "attention");
-  const std::uint32_t maxd = std::max<std::uint32_t>(32, (u32(std::max(d, dv), "head dim") + 31) / 32 * 32);
+  const std::uint32_t maxd = std::max<std::uint32_t>(32, (u32(std::max(a.d, a.dv), "head dim") + 31) / 32 * 32);
   const std::uint64_t shared = 8ull * maxd + 8ull * wg;
   if (shared > ctx.info().max_shared_memory)
-    throw unsupported_error("kforge::vulkan: attention head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) +
+    throw unsupported_error("kforge::vulkan: attention head dims D=" + std::to_string(a.d) + ", Dv=" + std::to_string(a.dv) +
                             " need " + std::to_string(shared) + " bytes of shared memory; device '" + ctx.info().name +
                             "' allows " + std::to_string(ctx.info().max_shared_memory));
   const auto v = make_variant("attention_flash", shaders::attention, dt, {});
   const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1}}, {wg, maxd});
-  s.dispatch(p, {{q}, {k}, {v_}, {o, true}}, &pc, sizeof pc, grid(static_cast<std::uint64_t>(bh * sq)), "attention");
+  s.dispatch(p, io, &pc, sizeof pc, grid(static_cast<std::uint64_t>(a.b * a.h * a.s)), "attention");
 }
 
 }  // namespace kforge::vulkan
@@ -78,9 +222,10 @@ struct impl<policy::vulkan<Knobs...>, op::attention<T>>
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
     using K = vulkan::knobs<Knobs...>;
     vulkan::detail::call<T> c({&g.q, &g.k, &g.v}, g.o);
+    const vulkan::attention_dims a{g.b, g.h, g.hkv, g.s, g.l, g.d, g.dv, g.causal, g.layout == attention_layout::bshd};
     if (g.b * g.h * g.s * g.dv != 0)
-      vulkan::record_attention(c.s(), c.dt, std::min<std::uint32_t>(K::row_wg, 128), g.b * g.h, g.s, g.l, g.d, g.dv,
-                               g.scale, g.causal, c.in(0), c.in(1), c.in(2), c.out(), K::coopmat_mode);
+      vulkan::record_attention(c.s(), c.dt, a, g.scale, c.in(0), c.in(1), c.in(2), c.out(), K::coopmat_mode,
+                               std::min<std::uint32_t>(K::row_wg, 128));
     c.finish();
   }
 };

@@ -76,19 +76,23 @@ struct knobs {
   /// -1: automatic (f16 data on a device with NV cooperative matrices), 0: never, 1: required.
   static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
 
-  /// The gemm config for an m×n problem of element type dt on device d.
-  static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n) {
+  /// The gemm config for an m×n×k problem of element type dt on device d.
+  static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
     if (coopmat_mode == 1 && (dt != dtype::f16 || !coopmat_f16_available(d)))
       throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
                               std::string(dt != dtype::f16 ? "the data is not f16"
                                                            : "device '" + d.name + "' has no 16x16x16 f16 NV cooperative matrices"));
     if (coopmat_mode != 0 && dt == dtype::f16 && coopmat_f16_available(d)) {
-      gemm_config c = gemm_default_config(d, dt, m, n, true), t = c;
-      if (gemm_tile_given) t.bm = tile::m, t.bn = tile::n, t.bk = tile::k;
+      // coopmat<true> keeps decode shapes on the tensor cores too.
+      const gemm_config c = coopmat_mode == 1 ? gemm_tile_default_config(d, dt, m, n, k, true)
+                                              : gemm_default_config(d, dt, m, n, k, true);
+      if (!gemm_tile_given) return c;
+      gemm_config t = c.kernel == gemm_kernel::coopmat_f16 ? c : gemm_tile_default_config(d, dt, m, n, k, true);
+      t.bm = tile::m, t.bn = tile::n, t.bk = tile::k, t.splits = 1;
       return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
     }
-    if (!gemm_tile_given) return gemm_default_config(d, dt, m, n, false);
-    gemm_config c{gemm_kernel::tiled, tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n, 8, 2, 8};
+    if (!gemm_tile_given) return gemm_default_config(d, dt, m, n, k, false);
+    gemm_config c{gemm_kernel::tiled, tile::m, tile::n, tile::k, thread_tile::m, thread_tile::n, 8, 2, 8, 1};
     if (!gemm_config_check(d, dt, c).empty()) c.kernel = gemm_kernel::generic;
     return c;
   }

@@ -99,10 +99,7 @@ struct compiler_stats {
 
 class shader_compiler {
  public:
-  explicit shader_compiler(std::filesystem::path dir) : dir_(std::move(dir)) {
-    static std::once_flag once;
-    std::call_once(once, [] { glslang::InitializeProcess(); });
-  }
+  explicit shader_compiler(std::filesystem::path dir) : dir_(std::move(dir)) { init_glslang(); }
 
   /// SPIR-V for a variant: from memory, from disk, or compiled now.
   std::vector<std::uint32_t> spirv(const shader_variant& v) {
@@ -144,6 +141,7 @@ class shader_compiler {
 
   /// Compiles without any cache; throws shader_error with glslang's log.
   static std::vector<std::uint32_t> compile(const shader_variant& v) {
+    init_glslang();  // callers without a context (interface tests) too: an uninitialised glslang fails with an empty log
     glslang::TShader sh(EShLangCompute);
     const char* src = v.source.c_str();
     sh.setStrings(&src, 1);
@@ -179,6 +177,10 @@ class shader_compiler {
   }
 
  private:
+  static void init_glslang() {
+    static std::once_flag once;
+    std::call_once(once, [] { glslang::InitializeProcess(); });
+  }
   static std::string GLSLANG_VERSION_STRING_KFORGE() {
     const auto gv = glslang::GetVersion();
     return "glslang " + std::to_string(gv.major) + "." + std::to_string(gv.minor) + "." + std::to_string(gv.patch);

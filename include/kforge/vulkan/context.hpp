@@ -84,7 +84,12 @@ class context {
     if (opt_.validation < 0) opt_.validation = detail::env_flag("KFORGE_VK_VALIDATION") ? 1 : 0;
     if (opt_.timeout.count() < 0) {
       const char* t = std::getenv("KFORGE_VK_TIMEOUT_MS");
-      opt_.timeout = std::chrono::milliseconds(t && *t ? std::atoll(t) : 5000);
+      char* end = nullptr;
+      const long long v = t && *t ? std::strtoll(t, &end, 10) : 5000;
+      if ((t && *t && *end) || v <= 0)
+        throw argument_error("kforge::vulkan: KFORGE_VK_TIMEOUT_MS must be a number of milliseconds > 0, got '" +
+                             std::string(t ? t : "") + "'");
+      opt_.timeout = std::chrono::milliseconds(v);
     }
     if (opt_.device_index < 0 && opt_.device_name.empty())
       if (const char* e = std::getenv("KFORGE_VK_DEVICE"); e && *e) {

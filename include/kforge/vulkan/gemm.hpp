@@ -12,6 +12,8 @@
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
+#include "kforge/vulkan/shaders/gemm_gemv.hpp"
+#include "kforge/vulkan/shaders/gemm_splitk.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
 
 namespace kforge::vulkan {
@@ -22,32 +24,68 @@ struct gemm_push {
   float alpha, beta, slope;
 };
 
+/// Whether a config's kernel reads A and B as vectors for a k×n B (rows must
+/// start on a vector boundary): tiled 4 elements, coopmat 8, gemv tn columns
+/// of B and 4 of A.
+inline bool gemm_vector_loads(const gemm_config& cfg, index_t n, index_t k) {
+  switch (cfg.kernel) {
+    case gemm_kernel::generic: return false;
+    case gemm_kernel::tiled: return k % 4 == 0 && n % 4 == 0;
+    case gemm_kernel::coopmat_f16: return k % 8 == 0 && n % 8 == 0;
+    case gemm_kernel::gemv: return cfg.tn && k % 4 == 0 && n % cfg.tn == 0;
+  }
+  return false;
+}
+
 /// The shader variant of a gemm kernel: its source (gemm_common's prelude
-/// before the tiled and coopmat bodies) and defines. vec: A and B are read as
-/// vectors (the host checks K and N allow it).
-inline shader_variant gemm_variant(gemm_kernel kernel, dtype dt, bool bias, fn act, bool vec) {
+/// before the tiled, coopmat and gemv bodies) and defines. vec: A and B are
+/// read as vectors (gemm_vector_loads); split: the kernel writes the partial
+/// sums of one K split (shaders/gemm_common.hpp, KF_SPLIT).
+inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false) {
   std::vector<std::pair<std::string, std::string>> defs{{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}};
-  switch (kernel) {
-    case gemm_kernel::generic:
-      defs.insert(defs.begin(), {"KF_CONV", "0"});
-      return make_variant("gemm", shaders::gemm, dt, std::move(defs));
+  if (cfg.kernel == gemm_kernel::generic) {
+    defs.insert(defs.begin(), {"KF_CONV", "0"});
+    return make_variant("gemm", shaders::gemm, dt, std::move(defs));
+  }
+  defs.push_back({"KF_SPLIT", split ? "1" : "0"});
+  defs.push_back({"KF_VEC", vec ? "1" : "0"});
+  switch (cfg.kernel) {
     case gemm_kernel::tiled:
-      defs.push_back({"KF_VEC", vec ? "1" : "0"});
       defs.push_back({"KF_VEC_T", "T4"});
-      return make_variant("gemm_tiled", std::string(shaders::gemm_common) + shaders::gemm_tiled, dt, std::move(defs));
+      return make_variant("gemm_tiled", shaders::gemm_common() + shaders::gemm_tiled, dt, std::move(defs));
     case gemm_kernel::coopmat_f16:
-      defs.push_back({"KF_VEC", vec ? "1" : "0"});
       defs.push_back({"KF_VEC_T", "uvec4"});
       defs.push_back({"KF_COOPMAT", "1"});
-      return make_variant("gemm_coopmat_f16", std::string(shaders::gemm_common) + shaders::gemm_coopmat_f16, dt,
-                          std::move(defs));
+      return make_variant("gemm_coopmat_f16", shaders::gemm_common() + shaders::gemm_coopmat_f16, dt, std::move(defs));
+    case gemm_kernel::gemv: {
+      // f16 B in 16-byte loads of 8 halves where a lane's columns come in eights.
+      const bool packed = dt == dtype::f16 && cfg.tn % 8 == 0;
+      defs.push_back({"KF_VEC_T", packed ? "uvec4" : "T4"});
+      defs.push_back({"KF_VEC_A_T", "T4"});
+      defs.push_back({"KF_B_PACKED", packed ? "1" : "0"});
+      return make_variant("gemm_gemv", shaders::gemm_common() + shaders::gemm_gemv, dt, std::move(defs));
+    }
+    default: break;
   }
   throw error("kforge::vulkan: internal: unknown gemm kernel");
 }
+
+/// The split-K sum pass (shaders/gemm_splitk.hpp) with gemm's epilogue.
+inline shader_variant gemm_splitk_variant(dtype dt, bool bias, fn act) {
+  return make_variant("gemm_splitk_reduce",
+                      std::string(shaders::gemm_splitk_bindings) + shaders::gemm_push + shaders::gemm_epilogue +
+                          shaders::gemm_splitk_reduce,
+                      dt, {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_SPLIT", "0"}});
+}
+
+/// Workgroup size of the split-K sum pass.
+inline constexpr std::uint32_t splitk_wg = 256;
 }  // namespace detail
 
 /// C = act(alpha·A·B + beta·C + bias): dense row-major A [m,k], B [k,n], C [m,n],
-/// with the kernel and tiling of `cfg` (see gemm_config).
+/// with the kernel, tiling and K split of `cfg` (see gemm_config). A split
+/// gemm (gemm_splits_used(cfg, k) > 1) records two dispatches and an f32
+/// scratch buffer of splits·m·n elements that the stream keeps until reset().
 inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, index_t n, index_t k, float alpha,
                         float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
                         buffer_ref c) {
@@ -58,25 +96,42 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
                             "': " + why);
   const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), alpha, beta, slope};
   u32(m * k, "A elements"), u32(k * n, "B elements"), u32(m * n, "C elements");
-  const pipeline* p = nullptr;
+  const std::uint32_t splits = gemm_splits_used(cfg, pc.k);
+  if (splits > 1) u32(static_cast<index_t>(splits) * m * n, "split-K partial sums (splits·M·N)");
   const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  // Vector loads need rows of A and B that start on a vector boundary.
-  const std::uint32_t width = cfg.kernel == gemm_kernel::coopmat_f16 ? 8 : 4;
-  const shader_variant v = gemm_variant(cfg.kernel, dt, bias != nullptr, act, k % width == 0 && n % width == 0);
-  if (cfg.kernel == gemm_kernel::generic)
-    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
-  else if (cfg.kernel == gemm_kernel::tiled)
-    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
-                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
-  else
-    p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
-                          {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
+  const shader_variant v = gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), splits > 1);
+  const pipeline* p = nullptr;
+  switch (cfg.kernel) {
+    case gemm_kernel::generic:
+      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
+      break;
+    case gemm_kernel::tiled:
+      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
+                            {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
+      break;
+    case gemm_kernel::coopmat_f16:
+      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
+                            {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
+      break;
+    case gemm_kernel::gemv:
+      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tn});
+      break;
+  }
   const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),
-                                       static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), 1};
+                                       static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), splits};
   if (g[0] > 65535 || g[1] > 65535)
     throw unsupported_error("kforge::vulkan: " + label + " needs a " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
                             " grid of workgroups; at most 65535 per axis");
-  s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g, label);
+  if (splits == 1) {
+    s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g, label);
+    return;
+  }
+  const buffer_ref part = s.keep(ctx.device_memory().allocate(4ull * splits * pc.m * pc.n)).ref();
+  s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {part, true}}, &pc, sizeof pc, g, label + " split " + std::to_string(splits));
+  const gemm_push rp{pc.m, pc.n, splits, alpha, beta, slope};
+  const pipeline& r = ctx.get_pipeline(gemm_splitk_variant(dt, bias != nullptr, act), {3, sizeof(gemm_push), {0}}, {splitk_wg});
+  s.dispatch(r, {{part}, {bias ? *bias : part}, {c, true}}, &rp, sizeof rp,
+             grid((static_cast<std::uint64_t>(pc.m) * pc.n + splitk_wg - 1) / splitk_wg), label + " split-K sum");
 }
 
 /// The same with the tile knobs of policy::vulkan (tile, thread_tile): the
@@ -84,7 +139,7 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
 inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, index_t n, index_t k, float alpha,
                         float beta, fn act, float slope, buffer_ref a, buffer_ref b, const buffer_ref* bias,
                         buffer_ref c) {
-  gemm_config cfg{gemm_kernel::tiled, t.bm, t.bn, t.bk, t.tm, t.tn, 8, 2, 8};
+  gemm_config cfg{gemm_kernel::tiled, t.bm, t.bn, t.bk, t.tm, t.tn, 8, 2, 8, 1};
   if (!gemm_config_check(s.ctx().info(), dt, cfg).empty()) {
     detail::check_tiling(s.ctx(), t, "gemm");
     cfg.kernel = gemm_kernel::generic;
@@ -104,7 +159,8 @@ struct impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>
     using K = vulkan::knobs<Knobs...>;
     vulkan::detail::call<T> c({&g.a, &g.b, E::has_bias ? &g.bias : nullptr}, g.c, op.beta != 0.0f);
     if (g.m && g.n) {
-      const auto cfg = K::gemm(c.ctx().info(), c.dt, static_cast<std::uint64_t>(g.m), static_cast<std::uint64_t>(g.n));
+      const auto cfg = K::gemm(c.ctx().info(), c.dt, static_cast<std::uint64_t>(g.m), static_cast<std::uint64_t>(g.n),
+                               static_cast<std::uint64_t>(g.k));
       if (cfg.kernel == vulkan::gemm_kernel::generic) vulkan::detail::check_tiling(c.ctx(), K::tiling, "gemm");
       vulkan::record_gemm(c.s(), c.dt, cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation, op.epilogue.slope, c.in(0),
                           c.in(1), c.in_opt(2), c.out());

@@ -7,6 +7,7 @@
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <initializer_list>
@@ -27,40 +28,66 @@ struct gemm_tiling {
 // ---- gemm run-time configurations (the tuner's search space) -----------------
 //
 // Note for the tuner: a gemm_config is everything that changes the gemm
-// kernels' speed, and all of it is run-time (specialization constants and a
-// variant define), so trying a config compiles no GLSL twice: SPIR-V is cached
-// per (kernel, dtype, epilogue, vector/scalar loads) and a pipeline per spec
-// constants. gemm_configs(info, dt) enumerates the candidates that are valid on
-// a device; gemm_config_check() says why a config is not; gemm_default_config()
-// is the untuned choice (what policy::vulkan<> uses when no tile knob is
-// given); record_gemm(stream, dt, config, ...) runs one. Every kernel handles
-// any M, N, K (bounds are checked in the shader), so validity never depends on
-// the shape, only speed does. There is no K-split yet: each output tile is
-// owned by one workgroup (K-split would help shapes with few tiles and long K).
+// kernels' speed, and all of it is run-time (specialization constants, a
+// variant define and the grid), so trying a config compiles no GLSL twice:
+// SPIR-V is cached per (kernel, dtype, epilogue, vector/scalar loads, split
+// or not) and a pipeline per spec constants. gemm_configs(info, dt)
+// enumerates the candidates that are valid on a device; gemm_config_check()
+// says why a config is not; gemm_default_config() is the untuned choice per
+// shape class (what policy::vulkan<> uses when no tile knob is given);
+// record_gemm(stream, dt, config, ...) runs one. Every kernel handles any M,
+// N, K (bounds are checked in the shader), so validity never depends on the
+// shape, only speed does.
+//
+// Split-K (splits > 1; tiled, coopmat_f16 and gemv): the grid's z axis cuts K
+// into `splits` ranges (multiples of the kernel's K step, gemm_k_step); each
+// workgroup writes the raw dot products of its range to an f32 scratch
+// buffer [splits][M][N] that the stream keeps alive, and a second dispatch
+// (shaders/gemm_splitk.hpp) sums the splits in a fixed order and applies the
+// epilogue: deterministic, whatever order the workgroups run in. It pays
+// where the grid of output tiles is too thin to fill the device and K is long.
 enum class gemm_kernel : std::uint8_t {
   generic,      // shaders/gemm.hpp: any tile, scalar shared-memory reads
   tiled,        // shaders/gemm_tiled.hpp: vec4 register blocking, double-buffered
   coopmat_f16,  // shaders/gemm_coopmat.hpp: f16 tensor cores (VK_NV_cooperative_matrix)
+  gemv,         // shaders/gemm_gemv.hpp: few rows of A (decode), streams B once
 };
 inline const char* to_string(gemm_kernel k) {
-  return k == gemm_kernel::generic ? "generic" : k == gemm_kernel::tiled ? "tiled" : "coopmat_f16";
+  switch (k) {
+    case gemm_kernel::generic: return "generic";
+    case gemm_kernel::tiled: return "tiled";
+    case gemm_kernel::coopmat_f16: return "coopmat_f16";
+    case gemm_kernel::gemv: return "gemv";
+  }
+  return "?";
 }
 
+/// One gemm configuration. What each kernel reads:
+///   generic, tiled  bm×bn×bk workgroup tile and K step, tm×tn outputs per
+///                   invocation, group_m (tiled), splits (tiled)
+///   coopmat_f16     bm×bn×bk, warps subgroups in warps_m rows, group_m, splits
+///   gemv            bm rows of A and bn columns per workgroup, bk rows of B per
+///                   lane per K step, tn columns per invocation, warps
+///                   subgroups (their lanes per column group follow:
+///                   gemv_lanes_k), splits
 struct gemm_config {
   gemm_kernel kernel = gemm_kernel::tiled;
   std::uint32_t bm = 128, bn = 128, bk = 8;  // workgroup tile and K step
-  std::uint32_t tm = 8, tn = 8;              // generic/tiled: outputs per invocation
-  std::uint32_t warps = 8, warps_m = 2;      // coopmat_f16: subgroups per workgroup, and rows of them
+  std::uint32_t tm = 8, tn = 8;              // generic/tiled: outputs per invocation; gemv: tn columns
+  std::uint32_t warps = 8, warps_m = 2;      // coopmat_f16: subgroups per workgroup, and rows of them; gemv: warps
   std::uint32_t group_m = 8;                 // tiled/coopmat: grouped tile order (0: row-major)
-  std::uint32_t wg() const { return kernel == gemm_kernel::coopmat_f16 ? 32 * warps : (bm / tm) * (bn / tn); }
+  std::uint32_t splits = 1;                  // K split across workgroups (1: none)
+  std::uint32_t wg() const {
+    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv ? 32 * warps : (bm / tm) * (bn / tn);
+  }
   std::string str() const {
-    std::string s = std::string(to_string(kernel)) + " " + std::to_string(bm) + "x" + std::to_string(bn) + "x" +
-                    std::to_string(bk);
-    if (kernel == gemm_kernel::coopmat_f16)
-      s += " warps " + std::to_string(warps) + " (" + std::to_string(warps_m) + " rows)";
-    else
-      s += " thread " + std::to_string(tm) + "x" + std::to_string(tn);
-    if (kernel != gemm_kernel::generic) s += " group_m " + std::to_string(group_m);
+    auto n = [](std::uint32_t v) { return std::to_string(v); };
+    std::string s = std::string(to_string(kernel)) + " " + n(bm) + "x" + n(bn) + "x" + n(bk);
+    if (kernel == gemm_kernel::coopmat_f16) s += " warps " + n(warps) + " (" + n(warps_m) + " rows)";
+    else if (kernel == gemm_kernel::gemv) s += " thread " + n(bm) + "x" + n(tn) + " warps " + n(warps);
+    else s += " thread " + n(tm) + "x" + n(tn);
+    if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16) s += " group_m " + n(group_m);
+    if (splits != 1) s += " splits " + n(splits);
     return s;
   }
 };
@@ -70,20 +97,47 @@ inline bool coopmat_f16_available(const device_info& d) {
   return d.nv_coopmat_f16_16x16x16 && d.storage_16bit && d.fp16_arithmetic && d.subgroup_size == 32;
 }
 
+/// gemv: lanes of one column group, which split its K step between them (0 if bn does not divide).
+inline std::uint32_t gemv_lanes_k(const gemm_config& c) {
+  const std::uint64_t cols = c.tn ? c.bn / c.tn : 0;
+  return cols && c.bn % c.tn == 0 && (32ull * c.warps) % cols == 0 ? static_cast<std::uint32_t>(32ull * c.warps / cols) : 0;
+}
+
+/// The K granularity of a config's split ranges: its K step (gemv: all lanes of a column group).
+inline std::uint32_t gemm_k_step(const gemm_config& c) {
+  return c.kernel == gemm_kernel::gemv ? gemv_lanes_k(c) * c.bk : c.bk;
+}
+
+/// How many splits of K a config dispatches for depth k: its `splits`, less
+/// where ranges of whole K steps run out (shaders/gemm_common.hpp kf_split_k
+/// computes the same ranges). 1 means no split (no scratch, one dispatch).
+inline std::uint32_t gemm_splits_used(const gemm_config& c, std::uint64_t k) {
+  const std::uint64_t step = gemm_k_step(c);
+  if (c.splits <= 1 || k == 0 || step == 0) return 1;
+  const std::uint64_t chunk = ((k + c.splits - 1) / c.splits + step - 1) / step * step;
+  return static_cast<std::uint32_t>((k + chunk - 1) / chunk);
+}
+
 /// Shared memory a config's kernel declares (bytes), including the prelude's reduction slots.
 inline std::uint64_t gemm_shared_bytes(const gemm_config& c) {
   const std::uint64_t red = 4ull * c.wg();
   switch (c.kernel) {
     case gemm_kernel::generic: return 4ull * c.bk * (c.bm + c.bn) + red;
     case gemm_kernel::tiled: return 2ull * 4 * c.bk * (c.bm + 4) + 2ull * 4 * c.bk * (c.bn + 4) + red;
+    case gemm_kernel::gemv: return red;
     default: return 2ull * 16 * c.bm * (c.bk / 8 + 1) + 2ull * 16 * c.bk * (c.bn / 8 + 1) + 1024ull * c.warps + red;
   }
 }
+
+/// The most splits a config may ask for (the scratch is splits·M·N floats).
+inline constexpr std::uint32_t gemm_max_splits = 64;
 
 /// Empty when `c` runs on device `d` with element type `dt`, else why not.
 inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_config& c) {
   auto n = [](std::uint32_t v) { return std::to_string(v); };
   if (!c.bm || !c.bn || !c.bk) return "empty tile";
+  if (!c.splits || c.splits > gemm_max_splits) return "splits " + n(c.splits) + " outside 1.." + n(gemm_max_splits);
+  if (c.kernel == gemm_kernel::generic && c.splits != 1) return "the generic kernel does not split K";
   if (c.kernel == gemm_kernel::coopmat_f16) {
     if (dt != dtype::f16) return "coopmat_f16 needs f16 data";
     if (!coopmat_f16_available(d)) return "device lacks 16x16x16 f16 NV cooperative matrices (or 16-bit storage, or subgroup size 32)";
@@ -92,6 +146,18 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
     if (c.bk % 16 || c.bm % (16 * c.warps_m) || c.bn % (16 * wn))
       return "tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + " is not a multiple of the 16x16x16 fragments of a " +
              n(c.warps_m) + "x" + n(wn) + " subgroup grid";
+  } else if (c.kernel == gemm_kernel::gemv) {
+    if (!(d.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) return "gemv needs subgroup shuffles";
+    if (!c.warps) return "no subgroups";
+    if (c.tn % 4 || c.tn > 16 || !c.tn) return "gemv: tn " + n(c.tn) + " is not 4, 8, 12 or 16 columns";
+    if (c.bk % 4 || c.bk > 16) return "gemv: bk " + n(c.bk) + " rows per step is not 4, 8, 12 or 16";
+    if (c.bm * c.tn > 128) return "gemv: " + n(c.bm) + "x" + n(c.tn) + " accumulators per invocation exceed 128";
+    const std::uint32_t kl = gemv_lanes_k(c);
+    if (!kl || (kl & (kl - 1)))
+      return "gemv: " + n(32 * c.warps) + " invocations do not form column groups of a power-of-two lanes for a " +
+             n(c.bn) + "-column tile of " + n(c.tn) + " per invocation";
+    if (kl > d.subgroup_size || (32 * c.warps) % d.subgroup_size)
+      return "gemv: " + n(kl) + " lanes per column group in whole subgroups of " + n(d.subgroup_size) + " do not fit";
   } else {
     if (!c.tm || !c.tn || c.bm % c.tm || c.bn % c.tn)
       return "tile " + n(c.bm) + "x" + n(c.bn) + " is not a multiple of the thread tile " + n(c.tm) + "x" + n(c.tn);
@@ -106,52 +172,184 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
   return {};
 }
 
-/// The untuned choice for an m×n×k gemm. Thresholds: the largest tile of
-/// which there are >= 256 (two per H100 multiprocessor, 132 of them), so the
-/// grid still fills the device: tiled 128×128×8 with 8×8 per invocation, else
-/// 128×64×8 with 8×4, else 64×64×8 with 4×4; coopmat 128×128 else 64×64. On the
-/// H100 (driver 580.159, docs/bench/h100-2026-11-22-sweep-f32.txt) 128×128×8/8×8
-/// ran 4096³ at 36.2 TFLOP/s and 2048³ at 35.1, against 27.5 and 19.8 for
-/// 128×64×8/8×4. (8×8 ran at 2 TFLOP/s while the epilogue indexed the
-/// accumulators element by element: they were not kept in registers.)
-inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
-                                       bool allow_coopmat = true) {
-  auto tiles = [&](std::uint64_t bm, std::uint64_t bn) { return ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
-  // Largest first; a config the device refuses (e.g. 16 KiB of shared memory)
-  // passes its turn to the next smaller one.
-  // (Runs on every gemm dispatch of policy::vulkan<>: no allocation.)
-  std::array<gemm_config, 5> order;
-  std::size_t n_order = 0;
-  if (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d)) {
-    if (tiles(128, 128) >= 256) order[n_order++] = {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8};
-    order[n_order++] = {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8};
+// ---- the untuned choice per shape class -------------------------------------
+//
+// Measured on the H100 (driver 580.159; `vk_bench --gemm-sweep`, raw output
+// docs/bench/h100-2026-11-23-gemm-sweep.txt: every config of a shape on a
+// fresh context, back-to-back calls, wall clock per call):
+//
+// Decode (M <= gemv_max_m, or gemv_max_m_coopmat for f16 on cooperative
+// matrices): gemv, bm the next power of two >= M (B is streamed once), K
+// split until the grid has gemv_fill workgroups, each split at least
+// gemv_min_steps K steps deep. 1×14336×4096 f32 reads B at 2627 GB/s (92 %
+// of the 2860 GB/s copy), 1×128256×4096 at 2880; f16 2250 and 2940.
+// gemv past 8 rows loses to the 32-row tile kernels split along K (16×4096×
+// 14336: gemv at best 0.213 ms f32 / 0.164 ms f16, tiled 32×128 split 16
+// 0.171 ms, coopmat 32×128 split 4 0.094 ms), and in f16 the tensor-core
+// tile passes gemv between 1 row (gemv 0.018 ms at 1×4096×4096) and 8 (gemv
+// 0.038 ms, coopmat 32×128 split 4 0.028 ms at 17 rows): 4 is that midpoint.
+//
+// Otherwise the tile kernels (coopmat_f16 for f16 where the device has it,
+// else tiled), tiles at most the next power of two >= M tall (32 at least),
+// largest first: the first tile whose grid has `as_is` tiles runs unsplit;
+// else the first whose grid split along K reaches `split_to` workgroups,
+// each split at least `min_split_k` deep (tile_fill below). The fallback
+// (nothing fills: small or shallow problems) is the smallest tile, split as
+// far as K allows. The order lives in fixed arrays: this runs on every
+// policy::vulkan<> gemm dispatch, without allocating.
+
+/// Largest M that runs gemv by default (f32, and f16 without cooperative matrices).
+inline constexpr std::uint64_t gemv_max_m = 8;
+/// Largest M that runs gemv by default for f16 where coopmat_f16 runs.
+inline constexpr std::uint64_t gemv_max_m_coopmat = 4;
+/// Workgroups a gemv grid is split to: ~1.5 per H100 multiprocessor (132).
+/// 1×4096×4096 f32 ran 0.035–0.036 ms at 128–256 workgroups and 0.041 at
+/// 512; 1×14336×4096 f32 0.089 ms at 224, 0.093 at 448.
+inline constexpr std::uint64_t gemv_fill = 192;
+/// Least K steps (lanes per column group × bk rows) per lane in a gemv split:
+/// 8×4096×4096 f16 ran 0.038 ms split 16 (8 steps), 0.053 split 32 (4 steps).
+inline constexpr std::uint64_t gemv_min_steps = 8;
+
+/// When a tile kernel's grid fills the device, and how far to split K otherwise.
+struct tile_fill {
+  std::uint64_t as_is;        // tiles that run unsplit
+  std::uint64_t split_to;     // workgroups a thin grid is split to
+  std::uint64_t min_split_k;  // least K per split
+};
+/// tiled: 2048² (256 tiles of 128×128) ran at 35.1 TFLOP/s against 19.8 with
+/// 512 of 128×64 (docs/bench/h100-2026-11-22-sweep-f32.txt), so ~224 tiles
+/// (85 % of two per multiprocessor) run as they are; thin grids went best at
+/// 512 workgroups (32×4096×4096: 32×128 split 16 0.069 ms, split 8 0.081;
+/// 64×4096×4096: 64×64 split 8 0.101 ms, split 4 0.140; 512×4096×4096:
+/// 128×128 split 4 0.571 ms against 0.609 unsplit 128×64), splits down to
+/// 256 deep (17×4096×4096 split 16).
+inline constexpr tile_fill tiled_fill{224, 512, 256};
+/// coopmat_f16: one 128×128 workgroup per multiprocessor already runs at
+/// full rate (512×4096×4096: 128 tiles unsplit 0.117 ms, split 2 0.168,
+/// 64×128 unsplit 0.197); thin grids split to 256 workgroups but no shallower
+/// than 1024 (32×4096×4096: 32×128 split 4 0.031 ms, split 8 0.048, split 16
+/// 0.061; 64×4096×4096: 64×128 split 4 0.046, split 2 0.058).
+inline constexpr tile_fill coopmat_fill{128, 256, 1024};
+
+namespace detail {
+inline std::uint32_t pow2_at_least(std::uint64_t v) {
+  std::uint32_t p = 1;
+  while (p < v && p < (1u << 30)) p *= 2;
+  return p;
+}
+/// The power-of-two splits (<= gemm_max_splits) that bring `blocks` workgroups
+/// to `fill`, each split at least `min_k` deep (1 where K is too short).
+inline std::uint32_t splits_to_fill(std::uint64_t blocks, std::uint64_t k, std::uint64_t fill, std::uint64_t min_k) {
+  std::uint32_t s = 1;
+  while (blocks * s < fill && 2ull * s <= gemm_max_splits && k / (2ull * s) >= min_k) s *= 2;
+  return s;
+}
+}  // namespace detail
+
+/// The gemv config the default runs for an m×n×k gemm (few rows in mind; any m works).
+inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  // 4 lanes per column group of 256 invocations; f16: 8 columns (one
+  // 16-byte load) per invocation, f32: 4 (gemv 1×14336×4096 f16 0.052 ms
+  // with 8, 0.057 with 4).
+  gemm_config c{gemm_kernel::gemv, 1, 256, 8, 0, 4, 8, 0, 0, 1};
+  c.bm = detail::pow2_at_least(std::min<std::uint64_t>(std::max<std::uint64_t>(m, 1), 16));
+  c.tn = dt == dtype::f16 && c.bm <= 8 ? 8 : 4;
+  c.bk = c.bm <= 8 ? 8 : 4;
+  c.bn = 256 / 4 * c.tn;
+  const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
+  c.splits = detail::splits_to_fill(blocks, k, gemv_fill, gemv_min_steps * gemm_k_step(c));
+  return c;
+}
+
+/// The untuned choice among the tile kernels (tiled; coopmat_f16 for f16
+/// where allowed and available) for an m×n×k gemm.
+inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
+                                            std::uint64_t k, bool allow_coopmat = true) {
+  auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
+  // tiled 128×128×8/8×8 ran 4096³ at 35.8 TFLOP/s; 128×256/8×16, 256×128/16×8
+  // and K step 16 at 32.4–32.8, 128×64/8×4 at 28.5 (8×8 ran at 2 TFLOP/s
+  // while the epilogue indexed the accumulators element by element: they were
+  // not kept in registers). coopmat 128×128×32 with 8 subgroups ran 159;
+  // K step 16 99, 64×64 and 64×128 95–98. A config the device refuses (e.g.
+  // 16 KiB of shared memory) passes its turn to the next one.
+  static constexpr std::array<gemm_config, 4> coop{{
+      {gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, 1},
+      {gemm_kernel::coopmat_f16, 64, 128, 32, 0, 0, 4, 2, 8, 1},
+      {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, 1},
+      {gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1},
+  }};
+  static constexpr std::array<gemm_config, 4> vec{{
+      {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},
+      {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8, 1},
+      {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
+      {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
+  }};
+  const bool use_coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
+  const auto& order = use_coop ? coop : vec;
+  const tile_fill& f = use_coop ? coopmat_fill : tiled_fill;
+  // A 128-row tile for 17 rows would multiply 7 zero rows for each real one.
+  const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
+  for (const auto& c0 : order) {
+    if (c0.bm > max_bm || !gemm_config_check(d, dt, c0).empty()) continue;
+    if (tiles(c0) >= f.as_is) return c0;
+    gemm_config c = c0;
+    c.splits = detail::splits_to_fill(tiles(c), k, f.split_to, f.min_split_k);
+    if (tiles(c) * c.splits >= f.split_to) return c;
   }
-  if (tiles(128, 128) >= 256) order[n_order++] = {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8};
-  if (tiles(128, 64) >= 256) order[n_order++] = {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8};
-  order[n_order++] = {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8};
-  for (std::size_t i = 0; i < n_order; ++i)
-    if (gemm_config_check(d, dt, order[i]).empty()) return order[i];
-  return gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4};
+  for (auto it = order.rbegin(); it != order.rend(); ++it) {
+    gemm_config c = *it;
+    c.splits = detail::splits_to_fill(tiles(c), k, f.split_to, f.min_split_k);
+    if (gemm_config_check(d, dt, c).empty()) return c;
+  }
+  if (use_coop) return gemm_tile_default_config(d, dt, m, n, k, false);
+  return gemm_config{gemm_kernel::generic, 64, 64, 16, 4, 4, 0, 0, 0, 1};
+}
+
+/// The untuned choice for an m×n×k gemm (see above). allow_coopmat = false
+/// keeps f16 on the vector-unit kernels (policy::coopmat<false>).
+inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
+                                       std::uint64_t k, bool allow_coopmat = true) {
+  const bool coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
+  if (m <= (coop ? gemv_max_m_coopmat : gemv_max_m)) {
+    const gemm_config g = gemv_default_config(dt, m, n, k);
+    if (gemm_config_check(d, dt, g).empty()) return g;
+  }
+  return gemm_tile_default_config(d, dt, m, n, k, allow_coopmat);
 }
 
 /// Candidate configs for the tuner: every combination below that the device runs.
 inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
   std::vector<gemm_config> out;
+  auto add = [&](const gemm_config& c) {
+    if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
+  };
   for (std::uint32_t g : {0u, 8u}) {
     for (auto [bm, bn, tm, tn] : std::initializer_list<std::array<std::uint32_t, 4>>{
              {128, 128, 8, 8}, {128, 64, 8, 8}, {64, 128, 8, 8}, {64, 64, 8, 8}, {128, 64, 8, 4},
              {64, 128, 4, 8}, {64, 64, 4, 4}, {128, 128, 8, 4}, {128, 128, 4, 8}})
-      for (std::uint32_t bk : {8u, 16u}) {
-        gemm_config c{gemm_kernel::tiled, bm, bn, bk, tm, tn, 8, 2, g};
-        if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
-      }
+      for (std::uint32_t bk : {8u, 16u}) add({gemm_kernel::tiled, bm, bn, bk, tm, tn, 8, 2, g, 1});
     for (auto [bm, bn, w, wm] : std::initializer_list<std::array<std::uint32_t, 4>>{
              {128, 128, 8, 2}, {128, 128, 4, 2}, {128, 64, 4, 2}, {64, 128, 4, 2}, {64, 64, 4, 2}, {128, 256, 8, 2}})
-      for (std::uint32_t bk : {16u, 32u}) {
-        gemm_config c{gemm_kernel::coopmat_f16, bm, bn, bk, 0, 0, w, wm, g};
-        if (gemm_config_check(d, dt, c).empty()) out.push_back(c);
-      }
+      for (std::uint32_t bk : {16u, 32u}) add({gemm_kernel::coopmat_f16, bm, bn, bk, 0, 0, w, wm, g, 1});
   }
+  // Larger register tiles (fewer shared-memory reads per FMA) and a short-M tile.
+  for (auto [bm, bn, tm, tn] : std::initializer_list<std::array<std::uint32_t, 4>>{
+           {128, 256, 8, 16}, {256, 128, 16, 8}, {32, 128, 4, 4}})
+    add({gemm_kernel::tiled, bm, bn, 8, tm, tn, 8, 2, 8, 1});
+  add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1});
+  // K splits of the tile shapes thin grids use.
+  for (std::uint32_t s : {2u, 4u, 8u}) {
+    add({gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, s});
+    add({gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, s});
+    add({gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, s});
+    add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, s});
+  }
+  // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
+  for (std::uint32_t bm : {1u, 2u, 4u, 8u})
+    for (auto [tn, kl] : std::initializer_list<std::array<std::uint32_t, 2>>{{4, 4}, {4, 8}, {8, 4}})
+      for (std::uint32_t s : {1u, 4u, 16u, 64u}) add({gemm_kernel::gemv, bm, 256 / kl * tn, 8, 0, tn, 8, 0, 0, s});
   return out;
 }
 

@@ -169,9 +169,10 @@ inline std::vector<gemm_tiling> valid_tilings(const context& ctx, dtype dt) {
 }
 
 /// The gemm configs the tuner tries on this device for dtype dt: the
-/// backend's own list (gemm_configs: tiled and, for f16 where available,
-/// cooperative-matrix kernels, with and without grouped tile order) and the
-/// generic kernel's default tiling, which the backend falls back to.
+/// backend's own list (gemm_configs: tiled, gemv and, for f16 where
+/// available, cooperative-matrix kernels, with and without grouped tile
+/// order, K split or not) and the generic kernel's default tiling, which the
+/// backend falls back to.
 inline std::vector<gemm_config> valid_configs(const context& ctx, dtype dt) {
   std::vector<gemm_config> out;
   if (dt == dtype::f64 || (dt == dtype::f16 && !ctx.info().storage_16bit)) return out;

@@ -1,17 +1,23 @@
-// kforge/vulkan/shaders/attention.hpp — flash-style attention: scores are
-// never materialised.
+// kforge/vulkan/shaders/attention.hpp — attention kernels: scores are never
+// materialised. Every kernel takes the same push constants (the contract's:
+// BH, S, L, D, DV, scale, causal, H, G, bshd; the split kernels add two) and
+// indexes its tensors with a head stride and a row stride: [B,H,rows,dim]
+// (bshd = 0) or [B,rows,H,dim] (bshd = 1); query head h reads KV head h / G.
+// Masked keys are excluded everywhere: their V rows are never multiplied.
 //
-// Tiling: one workgroup per (batch, head, query row). The query row is kept
-// in shared memory; keys are visited in blocks of WG (one key per invocation
-// computes its score q·k·scale); the block's max and exp-sum update a running
-// (m, l) and rescale the output accumulator acc[Dv] (shared; invocation t owns
-// columns t, t+WG, …), which then adds Σ p_j·V[j]. MAXD (spec constant 1) sizes
-// the shared q and acc arrays; the host sets it to max(D, Dv) rounded up and
-// refuses heads that do not fit the device's shared memory.
+// attention (scalar flash; any dtype, any head dims; the contract form):
+// one workgroup per (batch, head, query row). The query row is kept in shared
+// memory; the keys the row sees (all L, or min(L, row + 1) with the causal
+// mask: masked keys are not visited at all) are taken in blocks of WG (one
+// key per invocation computes its score q·k·scale); the block's max and
+// exp-sum update a running (m, l) and rescale the output accumulator acc[Dv]
+// (shared; invocation t owns columns t, t+WG, …), which then adds Σ p_j·V[j].
+// MAXD (spec constant 1) sizes the shared q and acc arrays; the host sets it
+// to max(D, Dv) rounded up and refuses heads that do not fit the device's
+// shared memory.
 //
-// Bounds: keys past L get no score and add nothing; causal-masked keys get
-// score -inf, p = 0, and still multiply V (0·Inf = NaN, as in the reference's
-// matrix product). L == 0 writes zeros; NaN or +Inf scores, or a row whose
+// Bounds: keys past the row's last visible key get no score, add nothing and
+// are not read. L == 0 writes zeros; NaN or +Inf scores, or a row whose
 // scores are all -inf, write NaN (the reference's softmax does the same).
 #pragma once
 
@@ -26,7 +32,7 @@ layout(std430, set = 0, binding = 0) readonly buffer BufQ { T q_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufK { T k_[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufV { T v_[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer BufO { T o_[]; };
-layout(push_constant) uniform Push { uint BH, S, L, D, DV; float scale; uint causal; } pc;
+layout(push_constant) uniform Push { uint BH, S, L, D, DV; float scale; uint causal, H, G, bshd; } pc;
 shared float qs[MAXD];
 shared float acc[MAXD];
 shared float ps[gl_WorkGroupSize.x];
@@ -34,20 +40,27 @@ void main() {
   uint id = kf_group_id();
   if (id >= pc.BH * pc.S) return;  // uniform per workgroup
   uint bh = id / pc.S, row = id % pc.S, t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
-  for (uint d = t; d < pc.D; d += WG) qs[d] = float(q_[id * pc.D + d]);
+  uint b = bh / pc.H, h = bh % pc.H, HK = pc.H / pc.G, hk = h / pc.G;
+  bool bshd = pc.bshd != 0u;
+  uint qo = bshd ? ((b * pc.S + row) * pc.H + h) * pc.D : id * pc.D;
+  uint oo = bshd ? ((b * pc.S + row) * pc.H + h) * pc.DV : id * pc.DV;
+  uint krs = bshd ? HK * pc.D : pc.D, vrs = bshd ? HK * pc.DV : pc.DV;  // key row strides
+  uint kb = bshd ? (b * pc.L * HK + hk) * pc.D : (b * HK + hk) * pc.L * pc.D;
+  uint vb = bshd ? (b * pc.L * HK + hk) * pc.DV : (b * HK + hk) * pc.L * pc.DV;
+  uint nk = pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;  // the keys this row sees
+  for (uint d = t; d < pc.D; d += WG) qs[d] = float(q_[qo + d]);
   for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;
   barrier();
   float m = -KF_INF, l = 0.0;
   bool nan = false;
-  for (uint j0 = 0; j0 < pc.L; j0 += WG) {
+  for (uint j0 = 0; j0 < nk; j0 += WG) {
     uint j = j0 + t;
-    bool valid = j < pc.L;
+    bool valid = j < nk;
     float s = -KF_INF;
     if (valid) {
       float dot = 0.0;
-      for (uint d = 0; d < pc.D; ++d) dot = fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot);
+      for (uint d = 0; d < pc.D; ++d) dot = fma(qs[d], float(k_[kb + j * krs + d]), dot);
       s = dot * pc.scale;
-      if (pc.causal != 0u && j > row) s = -KF_INF;
     }
     bool bad = valid && isnan(s);
     float bm = kf_wg_max(bad ? -KF_INF : s);
@@ -58,209 +71,518 @@ void main() {
     ps[t] = p;
     l = l * corr + kf_wg_sum(p);
     m = mnew;
-    uint nb = min(WG, pc.L - j0);
+    uint nb = min(WG, nk - j0);
     for (uint d = t; d < pc.DV; d += WG) {
       float a = acc[d] * corr;
-      for (uint jj = 0; jj < nb; ++jj) a = fma(ps[jj], float(v_[(bh * pc.L + j0 + jj) * pc.DV + d]), a);
+      for (uint jj = 0; jj < nb; ++jj) a = fma(ps[jj], float(v_[vb + (j0 + jj) * vrs + d]), a);
       acc[d] = a;
     }
     barrier();
   }
   bool undefined = nan || isinf(m);
   for (uint d = t; d < pc.DV; d += WG)
-    o_[id * pc.DV + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));
+    o_[oo + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));
 }
 )glsl";
 
 // attention_coopmat: f16 data on NV cooperative matrices (16×16×16 f16·f16 +
-// f32), for head dims D, Dv that are multiples of 16 and at most 64 (spec
-// constants 1 and 2). A workgroup of WARPS subgroups takes 16·WARPS query rows
-// (Q staged through shared memory, zero past S, then held as fragments);
-// key blocks of BKV = 32 are staged in shared memory (K and V, zero past L)
-// through registers, the next block's global loads issued before this
-// block's work.
-// Per block each subgroup computes its 16×BKV scores S = Q·Kᵀ (K loaded
-// column-major as Kᵀ), stores them to shared memory, and lane pairs (row
-// lane/2, half lane%2 of the keys) run the online softmax in f32: scale,
-// mask (keys past L, causal), a reference max m and the sum l of
-// exp(s − m). m moves only when a block's max exceeds it by more than 8
-// (lazy rescaling: p <= e^8), and only then do the output fragments make a
-// round trip through shared memory to be rescaled row by row (NV cooperative
-// matrices cannot be scaled per row). Probabilities are split into two halves
-// p = hi + lo (hi = p truncated to f16 precision, lo = p − hi, stored as
-// f16(4096·lo) so that it stays clear of f16 subnormals), so P·V on the
-// tensor cores (hi·V and (4096·lo)·V into two f32 accumulators, combined at
-// the end) keeps f32 accuracy instead of rounding p to f16. The output leaves
-// through shared memory: O = (Σ hi·V + Σ (4096·lo)·V / 4096) / l. NaN/Inf
-// rules as above: NaN or +Inf scores, or a row whose
-// scores are all -inf, write NaN; L == 0 writes zeros; masked keys still
-// multiply V (every key block is visited, causal or not). One difference: an
-// infinite value in V gives NaN here (one of the hi/lo halves of p is 0, and
-// 0·Inf = NaN) where the scalar kernel may give ±Inf; the reference gives
-// either, depending on whether some p underflows to 0. policy::coopmat<false>
-// selects the scalar kernel.
+// f32), FlashAttention-2 style, for head dims D, Dv that are multiples of 16
+// (spec constants 1, 2; the host allows up to 256 within the device's shared
+// memory). Tiling: WARPS subgroups (local size 32·WARPS) each own RW = 16·RF
+// query rows (spec constant 4: RF row fragments), BQ = RW·WARPS per
+// workgroup; key blocks of BKV keys (spec constant 3). Q stays in registers
+// as fragments for the whole key loop. K and V blocks go global → registers →
+// shared (Ks, Vs; rows padded by one uvec4 so that fragment loads are free of
+// bank conflicts): V's global loads are issued before the scores are
+// computed, the next K block's before P·V, so each is in flight during the
+// other half of the work; two barriers per block, and the registers of the K
+// and V stages are never live at once.
+// Scores S = Q·Kᵀ and P·V run on the tensor cores for every fragment of a
+// block, with no branches around them (a causal mask empties fragments only
+// in the diagonal block, and a branch there would diverge the subgroup's
+// uniform fragment loop; not timed either way on the H100 yet); the online
+// softmax runs in registers on the accumulator fragments (the layout they
+// rely on is checked at start, see below). The reference max moves only when
+// a block's max exceeds it by more than 8 (in log2 units: p = exp2(s·scale·
+// log2 e − m) <= 256), so the output fragments are rescaled rarely. P is
+// rounded to f16 for P·V, as PyTorch's SDPA does (the f16 tolerance allows
+// 2^-11·max|V| for it: ops/attention.hpp); the row sums are of the unrounded
+// p, in f32.
+// Causal: a workgroup visits only the key blocks its rows see (keys <
+// min(L, last row + 1)), so causal attention costs about half; elements are
+// masked only in blocks that hold keys past L or past one of the subgroup's
+// rows. Heads vary fastest over the workgroups (the query heads of one KV
+// head run side by side and share its K, V in L2); the last query blocks,
+// the longest under a causal mask, go first.
+// Bounds: Q rows past S and K, V rows past the last visible key are zero in
+// shared memory (never read from global memory); output rows past S are not
+// stored. Masked keys are excluded: their p is 0, but 0·Inf is NaN on the
+// tensor cores, so in blocks that hold keys at or past a subgroup's first
+// row, the non-finite V values of those fragments are multiplied as 0, and
+// the ones a row does see are added back after the key loop (rare: read from
+// global memory). NaN scores, a +Inf score or a row of -Inf scores write
+// NaN; L == 0 writes zeros. Output rows leave through shared memory, 8 halves
+// per store.
 inline constexpr const char* attention_coopmat = R"glsl(
 #extension GL_KHR_shader_subgroup_shuffle : require
 layout(constant_id = 1) const uint D = 64;
 layout(constant_id = 2) const uint DV = 64;
+layout(constant_id = 3) const uint BKV = 64;
+layout(constant_id = 4) const uint RF = 1;
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { uvec4 q_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufK { uvec4 k_[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufV { uvec4 v_[]; };
-layout(std430, set = 0, binding = 3) writeonly buffer BufO { float16_t o_[]; };
-layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal; } pc;
+layout(std430, set = 0, binding = 3) writeonly buffer BufO { uvec4 o_[]; };
+layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal, H, G, bshd; } pc;
 
-const uint WARPS = gl_WorkGroupSize.x / 32, BQ = 16 * WARPS, BKV = 32;
-const uint SQ = D / 8 + 1, SK = D / 8 + 1, SV = DV / 8 + 1;  // padded row strides in uvec4 (8 halves)
-const uint SS = (DV > BKV ? DV : BKV) + 4;                   // f32 stride of the score / P·V staging
-const uint SP = BKV + 8;                                     // f16 stride of the probabilities
-const uint NK = (BKV * (D / 8) + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;  // K uvec4 per invocation
-const uint NV = (BKV * (DV / 8) + gl_WorkGroupSize.x - 1) / gl_WorkGroupSize.x;
-shared uvec4 Qs[BQ * SQ];
+#define ACC fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>
+#define F16 fcoopmatNV<16, gl_ScopeSubgroup, 16, 16>
+const uint WG = gl_WorkGroupSize.x, WARPS = WG / 32, RW = 16 * RF, BQ = RW * WARPS;
+const uint D8 = D / 8, DV8 = DV / 8, SK = D8 + 1, SV = DV8 + 1;  // row strides in uvec4 (8 halves), padded by one
+const uint NKF = BKV / 16, NDK = D / 16, NDV = DV / 16;
+const uint NK = (BKV * D8 + WG - 1) / WG, NV = (BKV * DV8 + WG - 1) / WG;  // staged uvec4 per invocation
+const uint WPR = BKV / RW;  // subgroups whose query (or output) rows one pass through Ks (Vs) holds
+// Elements of a 16x16 fragment per lane (256 / 32; the kernel checks the
+// driver agrees): a constant, so that element loops unroll and fragments stay in registers.
+const int FE = 8;
+#define ROW8(e) (uint((e) / 4) * 8u)                                                  // element e's row - lane/4
+#define COL(e) (2u * (lane % 4u) + uint((e) % 2) + 8u * uint(((e) / 2) % 2))           // element e's column
 shared uvec4 Ks[BKV * SK];
 shared uvec4 Vs[BKV * SV];
-shared float Ss[WARPS * 16 * SS];
-shared float16_t Ph[WARPS * 16 * SP];
-shared float16_t Pl[WARPS * 16 * SP];
+
+// Half h (0..7) of a uvec4 as float.
+float half_of(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u])[h % 2u]; }
+
+void main() {
+  const uint t = gl_LocalInvocationID.x, warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
+  const uint nqb = (pc.S + BQ - 1) / BQ, id = kf_group_id();
+  if (id >= pc.BH * nqb) return;  // uniform per workgroup
+  // Heads vary fastest (the query heads of one KV head run side by side and
+  // share its K, V in L2); the last query blocks, the longest under a causal
+  // mask, go first.
+  const uint bh = id % pc.BH, q0 = (nqb - 1 - id / pc.BH) * BQ;
+  const uint b = bh / pc.H, h = bh % pc.H, HK = pc.H / pc.G, hk = h / pc.G;
+  const bool bshd = pc.bshd != 0u, causal = pc.causal != 0u;
+  // Row strides and head bases in uvec4.
+  const uint qrs = bshd ? pc.H * D8 : D8, ors = bshd ? pc.H * DV8 : DV8;
+  const uint krs = bshd ? HK * D8 : D8, vrs = bshd ? HK * DV8 : DV8;
+  const uint qbase = bshd ? (b * pc.S * pc.H + h) * D8 : bh * pc.S * D8;
+  const uint obase = bshd ? (b * pc.S * pc.H + h) * DV8 : bh * pc.S * DV8;
+  const uint kbase = bshd ? (b * pc.L * HK + hk) * D8 : (b * HK + hk) * pc.L * D8;
+  const uint vbase = bshd ? (b * pc.L * HK + hk) * DV8 : (b * HK + hk) * pc.L * DV8;
+  const uint qw = q0 + warp * RW;  // this subgroup's first query row (rows past S are computed, not stored)
+
+  // Q rows as fragments, staged through Ks (zero past S) WPR subgroups at a time.
+  F16 qf[RF * NDK];
+  for (uint w0 = 0; w0 < WARPS; w0 += WPR) {
+    for (uint i = t; i < WPR * RW * D8; i += WG) {
+      uint r = i / D8, c = i % D8, row = q0 + w0 * RW + r;
+      Ks[r * SK + c] = row < pc.S && w0 * RW + r < BQ ? q_[qbase + row * qrs + c] : uvec4(0);
+    }
+    barrier();
+    if (warp >= w0 && warp < w0 + WPR)
+      [[unroll]] for (uint f = 0; f < RF; ++f)
+        [[unroll]] for (uint kd = 0; kd < NDK; ++kd)
+          coopMatLoadNV(qf[f * NDK + kd], Ks, ((warp - w0) * RW + f * 16) * SK + kd * 2, SK, false);
+    barrier();
+  }
+
+  // The online softmax works on the accumulator fragments in registers, so
+  // it relies on where a lane's elements lie: NVIDIA's mma layout, element e
+  // of lane l at row l/4 + 8·(e/4), column 2·(l%4) + e%2 + 8·((e/2)%2) (a
+  // row's 16 elements in one quad of lanes: a row max is two shuffles).
+  // Checked here on fragments whose elements are their own row and column
+  // index: under any other layout every output is NaN, never silently wrong.
+  if (t < 64) {
+    Ks[t] = floatBitsToUint(vec4(float(t / 4u)));
+    Vs[t] = floatBitsToUint(vec4(0.0, 1.0, 2.0, 3.0) + float((t % 4u) * 4u));
+  }
+  barrier();
+  bool ok;
+  {
+    ACC ri, ci;
+    coopMatLoadNV(ri, Ks, 0, 4, false);
+    coopMatLoadNV(ci, Vs, 0, 4, false);
+    ok = ri.length() == FE && qf[0].length() == FE;
+    [[unroll]] for (int e = 0; e < FE; ++e)
+      ok = ok && uint(ri[e]) == lane / 4u + ROW8(e) && uint(ci[e]) == COL(e);
+  }
+  ok = subgroupAll(ok);
+  barrier();  // Ks and Vs are free again
+
+  const uint rA = lane / 4u;  // this lane's rows: rA and rA + 8 of each row fragment
+  float m[2 * RF], l[2 * RF];  // per row (fragment f: 2f row rA, 2f+1 row rA + 8): reference max (log2 units), Σ p
+  [[unroll]] for (uint i = 0; i < 2 * RF; ++i) m[i] = -KF_INF, l[i] = 0.0;
+  ACC o[RF * NDV];
+  [[unroll]] for (uint i = 0; i < RF * NDV; ++i) o[i] = ACC(0.0);
+  const float c2 = pc.scale * 1.4426950408889634;  // scores in log2 units: p = exp2(s·c2 − m)
+
+  // The keys a row of this workgroup (this subgroup, row fragment) can see: [0, kend).
+  const uint qend = min(pc.S, q0 + BQ);
+  const uint kend = causal ? min(pc.L, qend) : pc.L;
+  const uint nkb = ok ? (kend + BKV - 1) / BKV : 0u;
+
+  uvec4 rk[NK], rv[NV];
+  #define FETCH_K(j)                                                                        \
+    [[unroll]] for (uint e = 0; e < NK; ++e) {                                              \
+      uint i = t + e * WG, kr = i / D8, c = i % D8;                                         \
+      rk[e] = (i < BKV * D8 && (j) + kr < kend) ? k_[kbase + ((j) + kr) * krs + c] : uvec4(0); \
+    }
+  #define FETCH_V(j)                                                                        \
+    [[unroll]] for (uint e = 0; e < NV; ++e) {                                              \
+      uint i = t + e * WG, kr = i / DV8, c = i % DV8;                                       \
+      rv[e] = (i < BKV * DV8 && (j) + kr < kend) ? v_[vbase + ((j) + kr) * vrs + c] : uvec4(0); \
+    }
+  // P·V of one block; SANITIZE zeroes the non-finite V values of the
+  // fragments at or past this subgroup's first row (see below).
+  #define PV(SANITIZE)                                                                      \
+    [[unroll]] for (uint n = 0; n < NKF; ++n)                                               \
+      [[unroll]] for (uint dv = 0; dv < NDV; ++dv) {                                        \
+        F16 vf;                                                                             \
+        coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);                           \
+        if (SANITIZE && j0 + n * 16 >= qw)                                                  \
+          [[unroll]] for (int e = 0; e < FE; ++e) {                                         \
+            const bool fin = abs(vf[e]) <= float16_t(65504.0);                              \
+            vbad = vbad || (!fin && j0 + n * 16 < qw + RW);                                 \
+            vf[e] = fin ? vf[e] : float16_t(0.0);                                           \
+          }                                                                                 \
+        [[unroll]] for (uint f = 0; f < RF; ++f)                                            \
+          o[f * NDV + dv] = coopMatMulAddNV(pf[f * NKF + n], vf, o[f * NDV + dv]);          \
+      }
+  bool vbad = false;  // a V value of a key in [qw, qw + RW) was not finite (and was zeroed)
+  if (nkb > 0u) { FETCH_K(0u) }
+  for (uint jb = 0; jb < nkb; ++jb) {
+    const uint j0 = jb * BKV;
+    [[unroll]] for (uint e = 0; e < NK; ++e) {
+      uint i = t + e * WG;
+      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = rk[e];
+    }
+    barrier();
+    FETCH_V(j0)
+
+    // S = Q·Kᵀ for every fragment of the block: no branches around the
+    // tensor-core work (they cost more than the few masked fragments they save).
+    ACC sc[RF * NKF];
+    F16 pf[RF * NKF];
+    [[unroll]] for (uint n = 0; n < NKF; ++n) {
+      [[unroll]] for (uint f = 0; f < RF; ++f) sc[f * NKF + n] = ACC(0.0);
+      [[unroll]] for (uint kd = 0; kd < NDK; ++kd) {
+        F16 kt;
+        coopMatLoadNV(kt, Ks, (n * 16) * SK + kd * 2, SK, true);
+        [[unroll]] for (uint f = 0; f < RF; ++f) sc[f * NKF + n] = coopMatMulAddNV(qf[f * NDK + kd], kt, sc[f * NKF + n]);
+      }
+    }
+    // Masks, only in a block that holds keys past L or (causal) past a row of this subgroup.
+    if (j0 + BKV > pc.L || (causal && j0 + BKV - 1 > qw))
+      [[unroll]] for (uint f = 0; f < RF; ++f)
+        [[unroll]] for (uint n = 0; n < NKF; ++n)
+          [[unroll]] for (int e = 0; e < FE; ++e) {
+            const uint key = j0 + n * 16 + COL(e);
+            const uint row = qw + f * 16 + rA + ROW8(e);
+            if (key >= pc.L || (causal && key > row)) sc[f * NKF + n][e] = -KF_INF;
+          }
+    // Online softmax in registers: row max over the lane's elements and its quad, lazy rescale, p.
+    [[unroll]] for (uint f = 0; f < RF; ++f) {
+      float bm0 = -KF_INF, bm1 = -KF_INF;
+      [[unroll]] for (uint n = 0; n < NKF; ++n)
+        [[unroll]] for (int e = 0; e < FE; ++e) {
+          const float x = sc[f * NKF + n][e];
+          if ((e >= 4)) bm1 = max(bm1, x);
+          else bm0 = max(bm0, x);
+        }
+      bm0 = max(bm0, subgroupShuffleXor(bm0, 1u));
+      bm0 = max(bm0, subgroupShuffleXor(bm0, 2u));
+      bm1 = max(bm1, subgroupShuffleXor(bm1, 1u));
+      bm1 = max(bm1, subgroupShuffleXor(bm1, 2u));
+      // Lazy rescaling: the reference max moves only when a block's max
+      // exceeds it by more than 8 (p = exp2(s·c2 − m) <= 256 stays well inside
+      // f16), so the output fragments are rescaled only then.
+      const float n0 = bm0 * c2, n1 = bm1 * c2;
+      const float mn0 = m[2 * f] == -KF_INF || n0 > m[2 * f] + 8.0 ? max(m[2 * f], n0) : m[2 * f];
+      const float mn1 = m[2 * f + 1] == -KF_INF || n1 > m[2 * f + 1] + 8.0 ? max(m[2 * f + 1], n1) : m[2 * f + 1];
+      const bool g0 = m[2 * f] != -KF_INF && mn0 > m[2 * f], g1 = m[2 * f + 1] != -KF_INF && mn1 > m[2 * f + 1];
+      if (subgroupAny(g0 || g1)) {
+        const float k0 = g0 ? exp2(m[2 * f] - mn0) : 1.0, k1 = g1 ? exp2(m[2 * f + 1] - mn1) : 1.0;
+        l[2 * f] *= k0;
+        l[2 * f + 1] *= k1;
+        [[unroll]] for (uint dv = 0; dv < NDV; ++dv)
+          [[unroll]] for (int e = 0; e < FE; ++e) o[f * NDV + dv][e] *= (e >= 4) ? k1 : k0;
+      }
+      m[2 * f] = mn0;
+      m[2 * f + 1] = mn1;
+      // A row that has seen no key yet (m = -inf) takes 0 as reference: its p are exp2(-inf) = 0.
+      const float u0 = mn0 == -KF_INF ? 0.0 : mn0, u1 = mn1 == -KF_INF ? 0.0 : mn1;
+      [[unroll]] for (uint n = 0; n < NKF; ++n) {
+        [[unroll]] for (int e = 0; e < FE; ++e) {
+          const bool hi = (e >= 4);
+          const float p = exp2(fma(sc[f * NKF + n][e], c2, -(hi ? u1 : u0)));
+          sc[f * NKF + n][e] = p;
+          if (hi) l[2 * f + 1] += p;
+          else l[2 * f] += p;
+        }
+        pf[f * NKF + n] = F16(sc[f * NKF + n]);
+      }
+    }
+
+    [[unroll]] for (uint e = 0; e < NV; ++e) {
+      uint i = t + e * WG;
+      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = rv[e];
+    }
+    barrier();
+    if (jb + 1 < nkb) { FETCH_K(j0 + BKV) }
+    // Masked keys have p = 0, but 0·Inf is NaN on the tensor cores: where a
+    // block holds keys at or past this subgroup's first row, those fragments'
+    // non-finite V values are multiplied as 0 and the visible ones are added
+    // back after the loop (vbad).
+    if (causal && j0 + BKV > qw) {
+      PV(true)
+    } else {
+      PV(false)
+    }
+  }
+  // (Rare.) Non-finite V values zeroed above that a row sees: keys qw .. row.
+  // Their sum (Inf + -Inf or NaN: NaN) is what they contribute to the row.
+  if (subgroupAny(vbad))
+    [[unroll]] for (uint f = 0; f < RF; ++f)
+      [[unroll]] for (uint dv = 0; dv < NDV; ++dv)
+        [[unroll]] for (int e = 0; e < FE; ++e) {
+          const uint row = qw + f * 16 + rA + ROW8(e), c = dv * 16 + COL(e);
+          float add = 0.0;
+          for (uint j = qw; j <= row && j < kend; ++j) {
+            const float x = half_of(v_[vbase + j * vrs + c / 8], c % 8);
+            if (!(abs(x) <= 65504.0)) add += x;
+          }
+          o[f * NDV + dv][e] += add;
+        }
+
+  // O = acc / l per row, rounded to f16, leaving through Vs, WPR subgroups at a time.
+  float inv[2 * RF];
+  [[unroll]] for (uint i = 0; i < 2 * RF; ++i) {
+    float s = l[i] + subgroupShuffleXor(l[i], 1u);
+    s += subgroupShuffleXor(s, 2u);
+    // NaN scores make s NaN; a +Inf score or a row of -Inf scores leaves m infinite: NaN, as the reference.
+    inv[i] = pc.L == 0u ? 0.0 : (!ok || isnan(s) || isinf(m[i]) || s == 0.0 ? KF_NAN : 1.0 / s);
+  }
+  for (uint w0 = 0; w0 < WARPS; w0 += WPR) {
+    barrier();  // every subgroup is done with Vs
+    if (warp >= w0 && warp < w0 + WPR) {
+      [[unroll]] for (uint f = 0; f < RF; ++f)
+        [[unroll]] for (uint dv = 0; dv < NDV; ++dv) {
+          ACC x = o[f * NDV + dv];
+          [[unroll]] for (int e = 0; e < FE; ++e) x[e] *= (e >= 4) ? inv[2 * f + 1] : inv[2 * f];
+          coopMatStoreNV(F16(x), Vs, ((warp - w0) * RW + f * 16) * SV + dv * 2, SV, false);
+        }
+      subgroupMemoryBarrierShared();
+      subgroupBarrier();
+      for (uint i = lane; i < RW * DV8; i += 32) {
+        uint r = i / DV8, c = i % DV8;
+        if (qw + r < pc.S) o_[obase + (qw + r) * ors + c] = Vs[((warp - w0) * RW + r) * SV + c];
+      }
+    }
+  }
+}
+)glsl";
+
+// attention_split (flash-decoding; any dtype and head dims): for few query
+// rows per KV head (decode: S = 1 or a few, times the G query heads that share
+// the KV head) and long keys. The keys [0, L) (causal: [0, min(L, S))) are cut
+// into chunks; workgroup (split, batch·KV head) takes one chunk for all R =
+// G·S rows of its KV head (spec constant 3), so K and V are read once for the
+// whole group. Per block of WG keys: invocation t computes key j0 + t's
+// scores against the R query rows (held in shared memory as f32), the
+// subgroups run the online softmax row by row (max, p, sum in log2 units),
+// and P·V accumulates in registers: invocation t owns output columns t % NC
+// (vectors of KF_VEC = 4 elements where D and Dv allow, else 1) and adds the
+// keys kl, kl + KL, … (kl = t / NC), reading each V row once per workgroup;
+// the KL partial sums meet in shared memory at the end. With one split the
+// output is written directly; else (output, m, l) of each split go to the
+// scratch binding (attention_merge combines them). Bounds: keys past the
+// chunk (or L) are not read; a masked key's V row is not multiplied.
+inline constexpr const char* attention_split = R"glsl(
+layout(constant_id = 1) const uint D = 128;
+layout(constant_id = 2) const uint DV = 128;
+layout(constant_id = 3) const uint R = 4;  // query rows per workgroup: G query heads × S positions
+#if KF_VEC == 4
+#define TV T4
+#define FV vec4
+#define COMP(v, e) v[e]
+#else
+#define TV T
+#define FV float
+#define COMP(v, e) v
+#endif
+layout(std430, set = 0, binding = 0) readonly buffer BufQ { TV q_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufK { TV k_[]; };
+layout(std430, set = 0, binding = 2) readonly buffer BufV { TV v_[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufO { TV o_[]; };
+layout(std430, set = 0, binding = 4) writeonly buffer BufP { float part_[]; };
+layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal, H, G, bshd, chunk, nsplit; } pc;
+
+const uint WG = gl_WorkGroupSize.x;
+const uint DQ = D / KF_VEC, NC = DV / KF_VEC;  // vectors per row of Q/K and of V/O
+// P·V: invocation t owns output columns c = t % NC (and c + WG, … when NC > WG)
+// for every row, and takes the keys kl, kl + KL, … of a block (kl = t / NC).
+const uint KL = NC <= WG ? WG / NC : 1u, NCT = NC <= WG ? 1u : (NC + WG - 1u) / WG;
+const uint SSN = R * (WG > KL * DV ? WG : KL * DV);
+shared FV qs[R * DQ];
+shared float ss[SSN];  // a block's scores, then p; at the end the key lanes' partial outputs ([KL][R][DV])
+shared float mrow[R], lrow[R], crow[R];
+
+void main() {
+  const uint t = gl_LocalInvocationID.x, lane = gl_SubgroupInvocationID;
+  const uint HK = pc.H / pc.G, nbk = (pc.BH / pc.H) * HK, id = kf_group_id();
+  if (id >= nbk * pc.nsplit) return;  // uniform per workgroup
+  const uint bk = id % nbk, split = id / nbk, b = bk / HK, hk = bk % HK;
+  const bool bshd = pc.bshd != 0u, causal = pc.causal != 0u;
+  // Causal (top-left): no query sees a key at or past S.
+  const uint lend = causal ? min(pc.L, pc.S) : pc.L;
+  const uint jb = split * pc.chunk, je = min(lend, jb + pc.chunk);
+  const uint krs = bshd ? HK * DQ : DQ, vrs = bshd ? HK * NC : NC;
+  const uint kbase = bshd ? (b * pc.L * HK + hk) * DQ : bk * pc.L * DQ;
+  const uint vbase = bshd ? (b * pc.L * HK + hk) * NC : bk * pc.L * NC;
+  // Row rr of this workgroup: query head hk·G + rr / S at position rr % S.
+  for (uint e = t; e < R * DQ; e += WG) {
+    uint rr = e / DQ, hh = hk * pc.G + rr / pc.S, i = rr % pc.S;
+    uint qo = bshd ? ((b * pc.S + i) * pc.H + hh) * DQ : ((b * pc.H + hh) * pc.S + i) * DQ;
+    qs[e] = FV(q_[qo + e % DQ]);
+  }
+  if (t < R) {
+    mrow[t] = -KF_INF;
+    lrow[t] = 0.0;
+  }
+  const uint kl = t / NC, c0 = NC <= WG ? t % NC : t;
+  const bool owns = kl < KL;
+  FV acc[R * NCT];
+  for (uint i = 0; i < R * NCT; ++i) acc[i] = FV(0.0);
+  const float c2 = pc.scale * 1.4426950408889634;  // scores in log2 units
+  barrier();
+
+  for (uint j0 = jb; j0 < je; j0 += WG) {
+    // Scores: invocation t takes key j0 + t against every row.
+    const uint j = j0 + t;
+    float sr[R];
+    for (uint rr = 0; rr < R; ++rr) sr[rr] = 0.0;
+    if (j < je)
+      for (uint d = 0; d < DQ; ++d) {
+        const FV kv = FV(k_[kbase + j * krs + d]);
+        for (uint rr = 0; rr < R; ++rr) sr[rr] += dot(qs[rr * DQ + d], kv);
+      }
+    for (uint rr = 0; rr < R; ++rr)
+      ss[rr * WG + t] = j < je && !(causal && j > rr % pc.S) ? sr[rr] * c2 : -KF_INF;
+    barrier();
+    // Online softmax: subgroup w takes rows w, w + (number of subgroups), …
+    for (uint rr = gl_SubgroupID; rr < R; rr += gl_NumSubgroups) {
+      float mx = -KF_INF;
+      for (uint k = lane; k < WG; k += gl_SubgroupSize) mx = max(mx, ss[rr * WG + k]);
+      mx = subgroupMax(mx);
+      const float mo = mrow[rr], mn = max(mo, mx), u = mn == -KF_INF ? 0.0 : mn;
+      float ps = 0.0;
+      for (uint k = lane; k < WG; k += gl_SubgroupSize) {
+        const float p = exp2(ss[rr * WG + k] - u);
+        ss[rr * WG + k] = p;
+        ps += p;
+      }
+      ps = subgroupAdd(ps);
+      if (subgroupElect()) {
+        const float cr = mo == -KF_INF ? 0.0 : exp2(mo - u);
+        crow[rr] = cr;
+        lrow[rr] = lrow[rr] * cr + ps;
+        mrow[rr] = mn;
+      }
+    }
+    barrier();
+    // P·V over the keys the row sees (a masked key's V row is not multiplied).
+    if (owns) {
+      for (uint rr = 0; rr < R; ++rr)
+        for (uint x = 0; x < NCT; ++x) acc[rr * NCT + x] *= crow[rr];
+      const uint nk = min(WG, je - j0);
+      for (uint jj = kl; jj < nk; jj += KL)
+        for (uint x = 0; x < NCT; ++x) {
+          const uint c = c0 + x * WG;
+          if (c >= NC) continue;
+          const FV vv = FV(v_[vbase + (j0 + jj) * vrs + c]);
+          for (uint rr = 0; rr < R; ++rr)
+            if (!causal || j0 + jj <= rr % pc.S) acc[rr * NCT + x] += ss[rr * WG + jj] * vv;
+        }
+    }
+    barrier();  // ss is the next block's
+  }
+
+  // The key lanes' partial outputs meet in shared memory (ss as [KL][R][DV]); key lane 0 adds them.
+  if (KL > 1u) {
+    if (owns)
+      for (uint rr = 0; rr < R; ++rr)
+        for (uint e = 0; e < KF_VEC; ++e) ss[(kl * R + rr) * DV + c0 * KF_VEC + e] = COMP(acc[rr], e);
+    barrier();
+    if (kl == 0u)
+      for (uint k = 1; k < KL; ++k)
+        for (uint rr = 0; rr < R; ++rr)
+          for (uint e = 0; e < KF_VEC; ++e) COMP(acc[rr], e) += ss[(k * R + rr) * DV + c0 * KF_VEC + e];
+  }
+  if (kl != 0u) return;
+  for (uint rr = 0; rr < R; ++rr) {
+    const float l = lrow[rr], m = mrow[rr];
+    if (pc.nsplit == 1u) {
+      // NaN scores make l NaN; a +Inf score or a row of -Inf scores leaves m infinite: NaN, as the reference.
+      const float inv = pc.L == 0u ? 0.0 : (isnan(l) || isinf(m) || l == 0.0 ? KF_NAN : 1.0 / l);
+      const uint hh = hk * pc.G + rr / pc.S, i = rr % pc.S;
+      const uint oo = bshd ? ((b * pc.S + i) * pc.H + hh) * NC : ((b * pc.H + hh) * pc.S + i) * NC;
+      for (uint x = 0; x < NCT; ++x)
+        if (c0 + x * WG < NC) o_[oo + c0 + x * WG] = TV(acc[rr * NCT + x] * inv);
+    } else {
+      // Partial (output, m, l) of this split: row (id·R + rr) of [.., DV + 2] floats.
+      const uint po = (id * R + rr) * (DV + 2u);
+      for (uint x = 0; x < NCT; ++x)
+        if (c0 + x * WG < NC)
+          for (uint e = 0; e < KF_VEC; ++e) part_[po + (c0 + x * WG) * KF_VEC + e] = COMP(acc[rr * NCT + x], e);
+      if (t == 0u) {
+        part_[po + DV] = m;
+        part_[po + DV + 1u] = l;
+      }
+    }
+  }
+}
+)glsl";
+
+// attention_merge: one workgroup per output row (batch·KV head, row rr):
+// weights w_s = exp2(m_s − max m) of each split's partial (output, m, l),
+// O = Σ w_s·out_s / Σ w_s·l_s. At most 256 splits (the host's limit).
+inline constexpr const char* attention_merge = R"glsl(
+layout(constant_id = 1) const uint DV = 128;
+layout(constant_id = 2) const uint R = 4;
+layout(std430, set = 0, binding = 0) readonly buffer BufP { float part_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufO { T o_[]; };
+layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal, H, G, bshd, chunk, nsplit; } pc;
+const uint MAX_SPLITS = 256;
+shared float w_[MAX_SPLITS];
 
 void main() {
   const uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
-  const uint warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
-  const uint nqb = (pc.S + BQ - 1) / BQ, id = kf_group_id();
-  if (id >= pc.BH * nqb) return;  // uniform per workgroup
-  const uint bh = id / nqb, q0 = (id % nqb) * BQ;
-  for (uint i = t; i < BQ * (D / 8); i += WG) {
-    uint r = i / (D / 8), c = i % (D / 8);
-    Qs[r * SQ + c] = q0 + r < pc.S ? q_[(bh * pc.S + q0 + r) * (D / 8) + c] : uvec4(0);
+  const uint HK = pc.H / pc.G, nbk = (pc.BH / pc.H) * HK, id = kf_group_id();
+  if (id >= nbk * R) return;  // uniform per workgroup
+  const uint bk = id / R, rr = id % R, b = bk / HK, hk = bk % HK;
+  const uint rs = nbk * R * (DV + 2u);  // from one split's partials to the next's
+  const uint p0 = (bk * R + rr) * (DV + 2u);
+  float mx = -KF_INF;
+  for (uint s = t; s < pc.nsplit; s += WG) mx = max(mx, part_[p0 + s * rs + DV]);
+  mx = kf_wg_max(mx);
+  const float u = mx == -KF_INF ? 0.0 : mx;
+  float l = 0.0;
+  for (uint s = t; s < pc.nsplit; s += WG) {
+    const float ms = part_[p0 + s * rs + DV];
+    const float w = ms == -KF_INF ? 0.0 : exp2(ms - u);  // a split whose keys this row never sees weighs 0
+    w_[s] = w;
+    l += w * part_[p0 + s * rs + DV + 1u];
   }
-  barrier();
-  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> qf[D / 16];
-  [[unroll]] for (uint kd = 0; kd < D / 16; ++kd) coopMatLoadNV(qf[kd], Qs, (warp * 16) * SQ + kd * 2, SQ, false);
-
-  const uint r = lane / 2, h = lane % 2, qrow = q0 + warp * 16 + r;
-  const uint sb = warp * 16 * SS, pb = warp * 16 * SP;
-  float m = -KF_INF, l = 0.0;  // the row's reference max and Σ exp(s - m)
-  bool bad = false;
-  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> oh[DV / 16], ol[DV / 16];  // Σ hi·V and Σ (4096·lo)·V
-  [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
-    oh[dv] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-    ol[dv] = oh[dv];
-  }
-
-  // K and V blocks go global -> registers -> shared; the next block's loads
-  // are issued before this block's work, so they are in flight meanwhile.
-  uvec4 rk[NK], rv[NV];
-  #define FETCH_KV(j)                                                                      \
-    [[unroll]] for (uint l = 0; l < NK; ++l) {                                            \
-      uint i = t + l * WG, kr = i / (D / 8), c = i % (D / 8);                             \
-      rk[l] = (i < BKV * (D / 8) && (j) + kr < pc.L) ? k_[(bh * pc.L + (j) + kr) * (D / 8) + c] : uvec4(0); \
-    }                                                                                     \
-    [[unroll]] for (uint l = 0; l < NV; ++l) {                                            \
-      uint i = t + l * WG, kr = i / (DV / 8), c = i % (DV / 8);                           \
-      rv[l] = (i < BKV * (DV / 8) && (j) + kr < pc.L) ? v_[(bh * pc.L + (j) + kr) * (DV / 8) + c] : uvec4(0); \
-    }
-  FETCH_KV(0u)
-  for (uint j0 = 0; j0 < pc.L; j0 += BKV) {
-    barrier();  // every subgroup is done with the previous block's K and V
-    [[unroll]] for (uint l = 0; l < NK; ++l) {
-      uint i = t + l * WG;
-      if (i < BKV * (D / 8)) Ks[(i / (D / 8)) * SK + i % (D / 8)] = rk[l];
-    }
-    [[unroll]] for (uint l = 0; l < NV; ++l) {
-      uint i = t + l * WG;
-      if (i < BKV * (DV / 8)) Vs[(i / (DV / 8)) * SV + i % (DV / 8)] = rv[l];
-    }
-    barrier();
-    if (j0 + BKV < pc.L) { FETCH_KV(j0 + BKV) }
-
-    [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
-      fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> sc = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-      [[unroll]] for (uint kd = 0; kd < D / 16; ++kd) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> kf;
-        coopMatLoadNV(kf, Ks, (n * 16) * SK + kd * 2, SK, true);
-        sc = coopMatMulAddNV(qf[kd], kf, sc);
-      }
-      coopMatStoreNV(sc, Ss, sb + n * 16, SS, false);
-    }
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-
-    float sv[BKV / 2];
-    float bmax = -KF_INF;
-    [[unroll]] for (uint e = 0; e < BKV / 2; ++e) {
-      uint key = j0 + h * (BKV / 2) + e;
-      float x = Ss[sb + r * SS + h * (BKV / 2) + e] * pc.scale;
-      if (key >= pc.L || (pc.causal != 0u && key > qrow)) x = -KF_INF;
-      if (isnan(x) || x == KF_INF) bad = true;
-      else bmax = max(bmax, x);
-      sv[e] = x;
-    }
-    bmax = max(bmax, subgroupShuffleXor(bmax, 1u));
-    bad = bad || subgroupShuffleXor(bad, 1u);
-    // Lazy rescaling: the reference max moves only when the block's max
-    // exceeds it by more than 8 (p = exp(s - m) <= e^8 stays well inside f16
-    // and f32), so the output fragments are rescaled, through shared memory,
-    // only then and not every block.
-    float mnew = m == -KF_INF || bmax > m + 8.0 ? max(m, bmax) : m;
-    bool grow = m != -KF_INF && mnew > m;
-    float corr = grow ? exp(m - mnew) : 1.0;
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();  // every lane has read its scores: Ss is free
-    if (subgroupAny(grow)) {
-      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
-        oh[dv] = oh[dv] + ol[dv] * (1.0 / 4096.0);
-        ol[dv] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
-        coopMatStoreNV(oh[dv], Ss, sb + dv * 16, SS, false);
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      [[unroll]] for (uint c = 0; c < DV / 2; ++c) Ss[sb + r * SS + h * (DV / 2) + c] *= corr;
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) coopMatLoadNV(oh[dv], Ss, sb + dv * 16, SS, false);
-    }
-    float psum = 0.0;
-    [[unroll]] for (uint e = 0; e < BKV / 2; ++e) {
-      float x = sv[e];
-      float p = (isnan(x) || x == -KF_INF || x == KF_INF || mnew == -KF_INF) ? 0.0 : exp(x - mnew);
-      // hi: p cut to f16's 11 significant bits with a bit mask (a compiler may
-      // fold float(float16_t(p)) back to p, which left lo = 0 on the H100);
-      // below f16's normal range hi = 0 and lo carries p.
-      float hi = p >= 6.103515625e-05 ? uintBitsToFloat(floatBitsToUint(p) & 0xffffe000u) : 0.0;
-      float lo = (p - hi) * 4096.0;
-      uint at = pb + r * SP + h * (BKV / 2) + e;
-      Ph[at] = float16_t(hi);
-      Pl[at] = float16_t(lo);
-      psum += p;
-    }
-    psum += subgroupShuffleXor(psum, 1u);
-    l = l * corr + psum;
-    m = mnew;
-    subgroupMemoryBarrierShared();
-    subgroupBarrier();
-
-    [[unroll]] for (uint n = 0; n < BKV / 16; ++n) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> ph, pl;
-      coopMatLoadNV(ph, Ph, pb + n * 16, SP, false);
-      coopMatLoadNV(pl, Pl, pb + n * 16, SP, false);
-      [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv) {
-        fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> vf;
-        coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);
-        oh[dv] = coopMatMulAddNV(ph, vf, oh[dv]);
-        ol[dv] = coopMatMulAddNV(pl, vf, ol[dv]);
-      }
-    }
-  }
-
-  // The output rows through shared memory: O = (Σ hi·V + Σ (4096·lo)·V / 4096) / l.
-  [[unroll]] for (uint dv = 0; dv < DV / 16; ++dv)
-    coopMatStoreNV(oh[dv] + ol[dv] * (1.0 / 4096.0), Ss, sb + dv * 16, SS, false);
-  subgroupMemoryBarrierShared();
-  subgroupBarrier();
-  if (qrow < pc.S) {
-    bool undefined = bad || isinf(m);
-    [[unroll]] for (uint c = 0; c < DV / 2; ++c)
-      o_[(bh * pc.S + qrow) * DV + h * (DV / 2) + c] =
-          float16_t(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : Ss[sb + r * SS + h * (DV / 2) + c] / l));
+  l = kf_wg_sum(l);  // (its barrier also publishes w_)
+  // NaN scores make l NaN; a +Inf score leaves mx infinite: NaN, as the reference.
+  const float inv = pc.L == 0u ? 0.0 : (isnan(l) || isinf(mx) || l == 0.0 ? KF_NAN : 1.0 / l);
+  const uint hh = hk * pc.G + rr / pc.S, i = rr % pc.S;
+  const uint oo = pc.bshd != 0u ? ((b * pc.S + i) * pc.H + hh) * DV : ((b * pc.H + hh) * pc.S + i) * DV;
+  for (uint c = t; c < DV; c += WG) {
+    float a = 0.0;
+    for (uint s = 0; s < pc.nsplit; ++s) a += w_[s] * part_[p0 + s * rs + c];
+    o_[oo + c] = T(a * inv);
   }
 }
 )glsl";
@@ -280,25 +602,33 @@ struct contract_form<attention_traits> {
   static std::vector<edit> edits(const problem&) {
     return {
         {"dropped_scale", "no_scale", "scores are not multiplied by 1/sqrt(D)", "s = dot * pc.scale;", "s = dot;"},
-        {"off_by_one", "causal_diagonal", "the causal mask also hides the diagonal", "j > row) s = -KF_INF;",
-         "j >= row) s = -KF_INF;", [](const problem& p) { return p.causal; }},
-        {"missing_tail", "no_causal_mask", "the causal mask is ignored", "      if (pc.causal != 0u && j > row) s = -KF_INF;\n",
-         "", [](const problem& p) { return p.causal; }},
+        {"off_by_one", "causal_diagonal", "the causal mask also hides the diagonal", "min(pc.L, row + 1u)",
+         "min(pc.L, row)", [](const problem& p) { return p.causal; }},
+        {"missing_tail", "no_causal_mask", "the causal mask is ignored", "pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;",
+         "pc.L;", [](const problem& p) { return p.causal; }},
         // (l's and acc's inits are scaled by 0 on the first key block, so
         // mutating them would be equivalent; the workgroup sum's init is not.)
         {"wrong_init", "wg_sum_init", "the workgroup sum of probabilities starts at 1", "  float r = 0.0;\n",
          "  float r = 1.0;\n"},
         {"missing_barrier", "q_barrier", "no barrier after staging the query row in shared memory",
          "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;\n  barrier();", "for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;"},
-        {"read_past_end", "key_bound", "keys are valid up to j <= L, reading one key past the end",
-         "bool valid = j < pc.L;", "bool valid = j <= pc.L;"},
+        {"read_past_end", "key_bound", "keys are valid up to j <= the row's last key, reading one key past it",
+         "bool valid = j < nk;", "bool valid = j <= nk;"},
         {"partial_output", "last_column", "the last output column is never written",
-         "for (uint d = t; d < pc.DV; d += WG)\n    o_[id * pc.DV + d]", "for (uint d = t; d + 1u < pc.DV; d += WG)\n    o_[id * pc.DV + d]"},
+         "for (uint d = t; d < pc.DV; d += WG)\n    o_[oo + d]", "for (uint d = t; d + 1u < pc.DV; d += WG)\n    o_[oo + d]"},
         {"returns_input", "copy_q", "O receives Q's elements",
-         "o_[id * pc.DV + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[id * pc.DV + d] = q_[id * pc.D + d];"},
+         "o_[oo + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[oo + d] = q_[qo + d];"},
         {"f16_accumulation", "score_f16", "the q·k dot product is accumulated in f16",
-         "dot = fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot);",
-         "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], float(k_[(bh * pc.L + j) * pc.D + d]), dot)) + 0x1000u) & 0xffffe000u);"},
+         "dot = fma(qs[d], float(k_[kb + j * krs + d]), dot);",
+         "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], float(k_[kb + j * krs + d]), dot)) + 0x1000u) & 0xffffe000u);"},
+        {"wrong_index", "kv_head_interleaved", "query head h reads KV head h % Hkv instead of h / G",
+         "hk = h / pc.G;", "hk = h % HK;", [](const problem& p) { return attention_traits::kv_heads(p) != p.dims[1]; }},
+        {"wrong_index", "bshd_key_stride", "in [B,S,H,D] the key rows are taken as contiguous ([B,H,S,D]'s stride)",
+         "uint krs = bshd ? HK * pc.D : pc.D", "uint krs = pc.D",
+         [](const problem& p) { return attention_traits::layout(p) == attention_layout::bshd; }},
+        {"wrong_index", "bshd_query_rows", "in [B,S,H,D] the query row is read as in [B,H,S,D]",
+         "uint qo = bshd ? ((b * pc.S + row) * pc.H + h) * pc.D : id * pc.D;", "uint qo = id * pc.D;",
+         [](const problem& p) { return attention_traits::layout(p) == attention_layout::bshd; }},
     };
   }
 };

@@ -52,7 +52,8 @@ struct contract_kernel {
 /// A plausible-but-wrong edit of a correct kernel (a mutant).
 struct edit {
   const char* kind;  ///< off_by_one, missing_tail, missing_barrier, dropped_scale, wrong_init,
-                     ///< read_past_end, partial_output, returns_input, f16_accumulation
+                     ///< read_past_end, partial_output, returns_input, f16_accumulation,
+                     ///< wrong_index
   const char* label;
   const char* description;
   const char* from;

@@ -1,33 +1,43 @@
 // kforge/vulkan/shaders/gemm_common.hpp — the prelude of the gemm kernels
-// that run gemm's own interface (gemm_tiled, gemm_coopmat): the operand
-// bindings, the push constants, and the fused epilogue every one of them ends
-// with. (The generic kernel of shaders/gemm.hpp keeps its own: it doubles as
-// conv2d's implicit GEMM, and the generation module's templates quote it.)
+// that run gemm's own interface (gemm_tiled, gemm_coopmat, gemm_gemv): the
+// operand bindings, the push constants, the K range of a split, and the
+// fused epilogue every one of them ends with. (The generic kernel of
+// shaders/gemm.hpp keeps its own: it doubles as conv2d's implicit GEMM, and
+// the generation module's templates quote it.) The split-K reduction
+// (shaders/gemm_splitk.hpp) shares the push constants and the epilogue.
 //
-// Defines set by the host: KF_VEC (1: A and B are read as vectors of type
-// KF_VEC_T, which each kernel's host side names; 0: as scalars of T), KF_BIAS
-// and KF_ACT (the epilogue).
+// Defines set by the host: KF_VEC (1: A and B are read as vectors, B of type
+// KF_VEC_T and A of KF_VEC_A_T (default KF_VEC_T), which each kernel's host
+// side names; 0: as scalars of T), KF_BIAS and KF_ACT (the epilogue), and
+// KF_SPLIT (1: the kernel computes one K split of a split-K gemm, see below).
 //
 // Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
 // C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
+//
+// K split (KF_SPLIT = 1): the grid's z axis splits K into gl_NumWorkGroups.z
+// ranges (kf_split_k); binding 3 is then an f32 scratch buffer of partial
+// sums [splits][M][N] that kf_gemm_store fills with the raw dot products (no
+// epilogue), and gemm_splitk_reduce sums them in split order and applies the
+// epilogue: the result does not depend on which workgroup finishes first.
 #pragma once
+
+#include <string>
 
 namespace kforge::vulkan::shaders {
 
-inline constexpr const char* gemm_common = R"glsl(
-#if KF_VEC
-layout(std430, set = 0, binding = 0) readonly buffer BufA { KF_VEC_T a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { KF_VEC_T b_[]; };
-#else
-layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
-layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
-#endif
-layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
-layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
+/// The push constants of gemm's kernels (the split-K reduction reads K as the number of splits).
+inline constexpr const char* gemm_push = R"glsl(
 layout(push_constant) uniform Push { uint M, N, K; float alpha, beta, slope; } pc;
+)glsl";
 
+/// kf_gemm_store(gm, gn, acc): the epilogue into C[gm, gn] (c_ of T), or the
+/// raw partial into c_ of float under KF_SPLIT. Needs bias_, c_ and pc.
+inline constexpr const char* gemm_epilogue = R"glsl(
 // C[gm, gn] from its accumulated dot product; the caller checks gm < M, gn < N.
 void kf_gemm_store(uint gm, uint gn, float acc) {
+#if KF_SPLIT
+  c_[(gl_WorkGroupID.z * pc.M + gm) * pc.N + gn] = acc;
+#else
   uint idx = gm * pc.N + gn;
   float v = acc * pc.alpha;
   if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
@@ -35,7 +45,44 @@ void kf_gemm_store(uint gm, uint gn, float acc) {
   v += float(bias_[gn]);
 #endif
   c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+#endif
 }
 )glsl";
+
+inline constexpr const char* gemm_bindings = R"glsl(
+#ifndef KF_VEC_A_T
+#define KF_VEC_A_T KF_VEC_T
+#endif
+#if KF_VEC
+layout(std430, set = 0, binding = 0) readonly buffer BufA { KF_VEC_A_T a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { KF_VEC_T b_[]; };
+#else
+layout(std430, set = 0, binding = 0) readonly buffer BufA { T a_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
+#endif
+layout(std430, set = 0, binding = 2) readonly buffer BufBias { T bias_[]; };
+#if KF_SPLIT
+layout(std430, set = 0, binding = 3) writeonly buffer BufC { float c_[]; };  // partial sums [splits][M][N]
+#else
+layout(std430, set = 0, binding = 3) buffer BufC { T c_[]; };
+#endif
+
+// K range [x, y) of this workgroup's split: K in gl_NumWorkGroups.z equal
+// chunks rounded up to a multiple of `align` (the kernel's K step), so no K
+// step straddles two splits. The host dispatches no more splits than the
+// chunks it takes (gemm_splits_used), so only K == 0 leaves a range empty.
+uvec2 kf_split_k(uint align) {
+  uint s = gl_NumWorkGroups.z;
+  uint chunk = ((pc.K + s - 1u) / s + align - 1u) / align * align;
+  uint first = min(pc.K, gl_WorkGroupID.z * chunk);
+  return uvec2(first, min(pc.K, first + chunk));
+}
+)glsl";
+
+/// The whole prelude of a kernel on gemm's interface: bindings, push constants, K split, epilogue.
+inline const std::string& gemm_common() {
+  static const std::string s = std::string(gemm_push) + gemm_bindings + gemm_epilogue;
+  return s;
+}
 
 }  // namespace kforge::vulkan::shaders

@@ -12,7 +12,9 @@
 // ping-pong shared buffers and a register prefetch of the next K tile, one
 // barrier per K tile. Workgroup order: kf_tile_of_group(GROUP_M).
 // Specialization constants: 1 BM, 2 BN, 3 BK, 4 WARPS_M, 5 GROUP_M; constant
-// 0 is WG. Needs a subgroup size of 32 (the host checks).
+// 0 is WG. Needs a subgroup size of 32 (the host checks). Split-K (KF_SPLIT,
+// grid z > 1): the workgroup runs only its split's K range (kf_split_k, a
+// multiple of BK) and stores raw partial sums through the same staging area.
 //
 // Bounds: KF_VEC = 1 reads A and B as 8-half vectors and needs K % 8 == 0 and
 // N % 8 == 0 (the host picks KF_VEC = 0 otherwise: scalar loads, each element
@@ -99,14 +101,15 @@ void main() {
       if (i < BK * BN / 8) Bs[((buf) * BK + r) * SB + cv] = rb[l];                   \
     }
 
-  const uint tiles = (pc.K + BK - 1) / BK;
-  FETCH(0u)
+  const uvec2 kr = kf_split_k(BK);  // all of K unless the grid splits it (KF_SPLIT)
+  const uint tiles = (kr.y - kr.x + BK - 1) / BK;
+  FETCH(kr.x)
   STORE(0u)
   barrier();
   for (uint kt = 0; kt < tiles; ++kt) {
     const uint buf = kt & 1u;
     const bool more = kt + 1 < tiles;
-    if (more) { FETCH((kt + 1) * BK) }
+    if (more) { FETCH(kr.x + (kt + 1) * BK) }
     [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {
       fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
       [[unroll]] for (uint i = 0; i < FM; ++i)

@@ -19,6 +19,8 @@
 // (a buffer is rewritten only after the barrier that ends its last read).
 // Workgroup order: kf_tile_of_group(GROUP_M). BM, BN, BK, TM, TN, GROUP_M are
 // specialization constants 1..6; workgroup size = (BM/TM)·(BN/TN) (constant 0).
+// Split-K (KF_SPLIT, grid z > 1): the workgroup runs only its split's K range
+// (kf_split_k, a multiple of BK) and stores raw partial sums.
 //
 // Bounds: KF_VEC = 1 reads A and B as 4-vectors and needs K % 4 == 0 and
 // N % 4 == 0 (the host picks KF_VEC = 0 otherwise, which reads scalars); a
@@ -100,14 +102,15 @@ void main() {
       if (i < BK * BN / 4) Bs[((buf) * BK + r) * SB + cv] = rb[l];                   \
     }
 
-  const uint tiles = (pc.K + BK - 1) / BK;
-  FETCH(0u)
+  const uvec2 kr = kf_split_k(BK);  // all of K unless the grid splits it (KF_SPLIT)
+  const uint tiles = (kr.y - kr.x + BK - 1) / BK;
+  FETCH(kr.x)
   STORE(0u)
   barrier();
   for (uint kt = 0; kt < tiles; ++kt) {
     const uint buf = kt & 1u;
     const bool more = kt + 1 < tiles;
-    if (more) { FETCH((kt + 1) * BK) }
+    if (more) { FETCH(kr.x + (kt + 1) * BK) }
     [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
       vec4 av[GM], bv[GN];
       [[unroll]] for (uint g = 0; g < GM; ++g) av[g] = As[(buf * BK + kk) * SA + (g * RS) / 4 + tr];

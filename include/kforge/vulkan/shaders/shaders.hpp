@@ -10,6 +10,8 @@
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
+#include "kforge/vulkan/shaders/gemm_gemv.hpp"
+#include "kforge/vulkan/shaders/gemm_splitk.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
 #include "kforge/vulkan/shaders/kv_append.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
