@@ -86,6 +86,14 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
     p.attrs["offset"] = 100;
     p.attrs["base"] = 500000;
   });
+  // gated activations: F odd and not a multiple of any tile; a decode-like single row; rank 3
+  add("swiglu", small ? "7x34" : "33x514", none);
+  add("geglu", small ? "3x5x22" : "2x17x130", none);
+  add("geglu_tanh", "1x66", none);
+  // kv_append: prefill from row 0 into a longer cache, decode (T = 1) mid-cache, a chunk that ends at Lmax
+  add("kv_append", small ? "2x7x3x5,17" : "2x33x3x17,100", none);
+  add("kv_append", small ? "3x1x2x9,7" : "3x1x5x33,257", [small](problem& p) { p.attrs["pos"] = small ? 4 : 200; });
+  add("kv_append", "1x5x1x7,12", [](problem& p) { p.attrs["pos"] = 7; });
   return ps;
 }
 

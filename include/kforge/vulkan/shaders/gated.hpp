@@ -1,0 +1,54 @@
+// kforge/vulkan/shaders/gated.hpp — the gated activation y = act(gate) · up.
+//
+// Tiling: one output element per invocation, grid-stride loop over a 2-D
+// grid of workgroups; bounds by the loop (q < rows·F). Element q = (r, j)
+// reads x[r, j] and x[r, F + j]: neighbouring invocations read neighbouring
+// elements of both halves, so both loads coalesce. The kernel follows the
+// generation contract as it is (bindings x, y; push constants rows, F, act),
+// so its contract form adds nothing. act is a kforge::fn code, evaluated by
+// the common prelude's kf_apply (the formulas of the unary ops).
+#pragma once
+
+#include "kforge/ops/gated_traits.hpp"
+#include "kforge/vulkan/shaders/contract.hpp"
+
+namespace kforge::vulkan::shaders {
+
+inline constexpr const char* gated = R"glsl(
+layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufY { T y_[]; };
+layout(push_constant) uniform Push { uint rows, F, act; } pc;
+
+void main() {
+  uint n = pc.rows * pc.F;
+  uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
+  for (uint q = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; q < n; q += stride) {
+    uint r = q / pc.F, j = q % pc.F;
+    uint ia = r * 2u * pc.F + j;
+    float a = float(x_[ia]), b = float(x_[ia + pc.F]);
+    y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);
+  }
+}
+)glsl";
+
+template <>
+struct contract_form<gated_traits> {
+  static contract_kernel kernel(const problem&, const template_knobs& k) { return {gated, {}, k.wg}; }
+  static std::vector<edit> edits(const problem&) {
+    return {
+        {"off_by_one", "up_shift", "the up half is read one element late", "b = float(x_[ia + pc.F]);",
+         "b = float(x_[ia + pc.F + 1u]);"},
+        {"missing_tail", "whole_groups_only", "only whole workgroups' worth of elements are written",
+         "q < n; q += stride)", "q < n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; q += stride)"},
+        {"read_past_end", "dense_rows", "rows are read with stride F instead of 2F", "uint ia = r * 2u * pc.F + j;",
+         "uint ia = r * pc.F + j;"},
+        {"dropped_scale", "no_up", "the up half is not multiplied in", "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);",
+         "y_[q] = T(kf_apply(int(pc.act), a, 0.0));"},
+        {"wrong_init", "swapped_halves", "the activation is applied to the up half",
+         "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = T(kf_apply(int(pc.act), b, 0.0) * a);"},
+        {"returns_input", "copy_gate", "y = gate", "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = x_[ia];"},
+    };
+  }
+};
+
+}  // namespace kforge::vulkan::shaders

@@ -1,0 +1,19 @@
+// tests/transformer_ops.cpp — the transformer-block ops' typed errors and
+// kv_append's in-place property on the CPU policies (eigen, blocked,
+// threaded); their numerics run through the validation suite's catalog.
+#include "transformer_ops_checks.hpp"
+
+namespace tc = transformer_checks;
+namespace policy = kforge::policy;
+
+TEST_CASE_TEMPLATE("gated: known values and typed errors", P, policy::eigen, policy::blocked<>, policy::threaded<>) {
+  tc::check_gated<P>();
+}
+
+TEST_CASE_TEMPLATE("kv_append: writes rows [pos, pos + T) and nothing else; typed errors", P, policy::eigen,
+                   policy::blocked<>, policy::threaded<>) {
+  tc::check_kv_append_in_place<P, float>();
+  tc::check_kv_append_in_place<P, kforge::half>();
+  tc::check_kv_append_in_place<P, kforge::bfloat16>();
+  tc::check_kv_append_errors<P>();
+}
