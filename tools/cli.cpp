@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdio>
 #include <set>
 #include <sstream>
@@ -77,11 +78,17 @@ int to_int(const std::string& what, const std::string& s) {
   try {
     std::size_t pos = 0;
     const long v = std::stol(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument(s);
+    if (pos != s.size() || v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
+      throw std::invalid_argument(s);
     return static_cast<int>(v);
   } catch (const std::exception&) {
     throw usage_error("--" + what + " expects an integer, got '" + s + "'");
   }
+}
+int to_int_min(const std::string& what, const std::string& s, int lo) {
+  const int v = to_int(what, s);
+  if (v < lo) throw usage_error("--" + what + " must be >= " + std::to_string(lo) + ", got " + s);
+  return v;
 }
 float to_float(const std::string& what, const std::string& s) {
   try {

@@ -40,6 +40,9 @@ struct args {
 args parse_args(int argc, char** argv);
 
 int to_int(const std::string& what, const std::string& s);
+/// to_int, and at least `lo` (a usage_error saying so otherwise: `--reps 0`
+/// used to be clamped to 1 without a word).
+int to_int_min(const std::string& what, const std::string& s, int lo);
 float to_float(const std::string& what, const std::string& s);
 std::string fmt(const char* f, double v);
 std::vector<std::string> split(const std::string& s);

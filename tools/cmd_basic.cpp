@@ -36,7 +36,7 @@ int cmd_run(const args& a) {
   const problem p = problem_from(a);
   const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
   const policy_entry& e = chosen.entry;
-  const int reps = a.get("reps") ? std::max(1, to_int("reps", *a.get("reps"))) : 5;
+  const int reps = a.get("reps") ? to_int_min("reps", *a.get("reps"), 1) : 5;
   std::vector<host_tensor> ts = allocate(p);
   const single_check c = check_once(e, p, ts);
   const timing t = time_policy(e, p, ts, reps);

@@ -99,7 +99,7 @@ int cmd_bench(const args& a) {
   const std::string vs = a.get("vs").value_or("eigen");
   std::vector<std::string> names = split(a.get("policy").value_or(default_policy()));
   if (std::find(names.begin(), names.end(), vs) == names.end()) names.insert(names.begin(), vs);
-  const int reps = a.get("reps") ? std::max(1, to_int("reps", *a.get("reps"))) : 10;
+  const int reps = a.get("reps") ? to_int_min("reps", *a.get("reps"), 1) : 10;
   const bool json = a.has("json");
   std::vector<row> rows;
   for (const auto& n : names) {

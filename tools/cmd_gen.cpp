@@ -81,10 +81,19 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
     } else {
       throw argument_error("unknown provider '" + kind + "' (template, replay, openai)");
     }
-    if (values.count("temperature")) prov->temperature = std::stod(values.at("temperature"));
-    if (values.count("max-tokens")) prov->max_tokens = std::stoi(values.at("max-tokens"));
-    if (values.count("samples")) o.samples = std::stoi(values.at("samples"));
-    if (o.samples < 1) throw argument_error("--samples must be >= 1");
+    if (values.count("temperature")) {
+      const double t = parse_number("--temperature", values.at("temperature"));
+      if (!(t >= 0 && t <= 2)) throw argument_error("--temperature must be in [0, 2], got " + values.at("temperature"));
+      prov->temperature = t;
+    }
+    auto at_least_one = [&](const char* name, int& out) {
+      if (!values.count(name)) return;
+      const long long v = parse_integer(std::string("--") + name, values.at(name));
+      if (v < 1 || v > 1000000) throw argument_error(std::string("--") + name + " must be in [1, 1000000], got " + values.at(name));
+      out = static_cast<int>(v);
+    };
+    at_least_one("max-tokens", prov->max_tokens);
+    at_least_one("samples", o.samples);
     o.force = has_flag(flags, "force");
   } catch (const std::exception& e) {
     std::cerr << "kforge: " << e.what() << "\n";

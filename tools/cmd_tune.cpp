@@ -140,7 +140,8 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
     o.budget_s = number(values, "budget", 60);
     if (!(o.budget_s > 0)) throw usage("--budget must be a positive number of seconds");
     const double trials = number(values, "trials", 0);
-    if (trials < 0 || trials != static_cast<int>(trials)) throw usage("--trials must be a whole number >= 0");
+    if (trials < 0 || trials != static_cast<int>(trials)) throw usage("--trials must be a whole number >= 1");
+    if (values.count("trials") && trials < 1) throw usage("--trials must be a whole number >= 1 (leave it out for no limit)");
     o.max_trials = static_cast<int>(trials);
     const double reps = number(values, "reps", 9);
     if (reps < 1) throw usage("--reps must be >= 1");
