@@ -1,11 +1,14 @@
 // Tests of kforge/core: tensor views from Eigen (both storage orders), spans,
-// vectors and raw pointers; shape errors that name the op and both shapes.
+// vectors and raw pointers; shape errors that name the op and both shapes;
+// int32 operands and ops with several outputs.
 #include <doctest/doctest.h>
 
 #include <kforge/kforge.hpp>
 #include <kforge/validate/problem.hpp>
 
+#include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 using namespace kforge;
@@ -115,4 +118,27 @@ TEST_CASE("supports<> is a concept over (policy, op)") {
   struct nothing {};
   static_assert(!supports<nothing, op::gemm<float>>);
   CHECK(true == supports<policy::eigen, op::conv2d<bfloat16>>);
+}
+
+TEST_CASE("int32 operands: views, dtype, host tensors and descriptors' operand types") {
+  static_assert(dtype_of<std::int32_t>() == dtype::i32);
+  CHECK(to_string(dtype::i32) == "i32");
+  CHECK(size_of(dtype::i32) == 4);
+  CHECK_FALSE(is_float(dtype::i32));
+  CHECK(is_float(dtype::bf16));
+  std::vector<std::int32_t> ids{3, 1, 4, 1, 5, 9};
+  auto v = as_view(ids);
+  static_assert(std::is_same_v<decltype(v), tensor_view<std::int32_t>>);
+  CHECK(make_view(ids, shape{2, 3})(1, 2) == 9);
+  // Integers past float's 24 bits stay exact.
+  host_tensor h(dtype::i32, shape{2, 2}, shape{2, 1});
+  h.set_i32(3, (1 << 30) + 1);
+  CHECK(h.get_i32(3) == (1 << 30) + 1);
+  CHECK(h.view<std::int32_t>()(1, 1) == (1 << 30) + 1);
+  CHECK_THROWS_AS(h.view<float>(), argument_error);
+  host_tensor f(dtype::f32, shape{1}, shape{1});
+  CHECK_THROWS_AS(f.get_i32(0), argument_error);
+  // Descriptors that declare nothing: one output, every operand of value_type.
+  static_assert(op_outputs_v<op::gemm<float>> == 1);
+  static_assert(std::is_same_v<op_operand_t<op::gemm<half>, 2>, half>);
 }

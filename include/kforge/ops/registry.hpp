@@ -44,6 +44,7 @@ struct family_table {
   std::span<const cli_option> (*options)();
   std::string (*describe)(const problem&);
   double (*flops)(const problem&);
+  double (*bytes)(const problem&);
   case_magnitudes (*magnitudes)(const problem&);
   std::vector<double> (*error_scale)(const problem&, const std::vector<host_tensor>&, const host_tensor&,
                                      const linear_scale_fn&);
@@ -64,11 +65,11 @@ inline constexpr char family_id = 0;
 
 template <class F>
 const family_table& table_of() {
-  static const family_table t{F::family,       F::shape_syntax,     F::compute_bound,  F::inf_inputs, &F::ops,
-                              &F::shape_ok,    &F::operands,        &F::options,       &F::describe,  &F::flops,
-                              &F::magnitudes,  &F::error_scale,     &F::tolerance_of,  &F::contract,  &F::launch_of,
-                              &F::semantics,   &F::source_spec,     &F::record_params, &F::held_out,  &F::mutation_problem,
-                              &family_id<F>};
+  static const family_table t{F::family,        F::shape_syntax,  F::compute_bound,  F::inf_inputs,   &F::ops,
+                              &F::shape_ok,     &F::operands,     &F::options,       &F::describe,    &F::flops,
+                              &F::bytes,        &F::magnitudes,   &F::error_scale,   &F::tolerance_of, &F::contract,
+                              &F::launch_of,    &F::semantics,    &F::source_spec,   &F::record_params, &F::held_out,
+                              &F::mutation_problem, &family_id<F>};
   return t;
 }
 template <class... F>

@@ -1,7 +1,8 @@
 // kforge/vulkan/tensor.hpp — device_tensor, the owning GPU tensor that stays
 // on the device across ops, and the host packing used by uploads/downloads.
 //
-// A device_tensor is dense row-major, float or half. Moving data between host
+// A device_tensor is dense row-major, float or half (or std::int32_t, for the
+// ids and indices of embedding and topk). Moving data between host
 // and device is always explicit (upload/download, or the host-view overloads
 // of run(), which upload, run and download in one submission). Host views of
 // any strides are packed to dense row-major while being copied into staging
@@ -13,6 +14,7 @@
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -23,9 +25,11 @@
 
 namespace kforge::vulkan {
 
-/// The element type a host type T is stored as on the device.
+/// The element type a host type T is stored as on the device (bfloat16 as float).
 template <class T>
-using device_type_t = std::conditional_t<std::is_same_v<std::remove_const_t<T>, half>, half, float>;
+using device_type_t =
+    std::conditional_t<std::is_same_v<std::remove_const_t<T>, half>, half,
+                       std::conditional_t<std::is_same_v<std::remove_const_t<T>, std::int32_t>, std::int32_t, float>>;
 
 namespace detail {
 template <class M>
@@ -36,6 +40,14 @@ inline constexpr bool is_view_v<tensor_view<U>> = true;
 template <class M>
 concept host_viewable = !is_view_v<std::remove_cvref_t<M>> && requires(M&& m) { as_view(std::forward<M>(m)); };
 
+/// One element as type D: a plain copy between equal types (integers stay
+/// exact), through float between the float types.
+template <class D, class S>
+D convert(S v) {
+  if constexpr (std::is_same_v<std::remove_const_t<S>, D>) return v;
+  else return static_cast<D>(static_cast<float>(v));
+}
+
 /// Copies a view of any strides into dense row-major D elements.
 template <class D, class T>
 void pack(const tensor_view<T>& v, D* dst) {
@@ -45,7 +57,7 @@ void pack(const tensor_view<T>& v, D* dst) {
       return;
     }
   }
-  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { dst[e] = static_cast<D>(static_cast<float>(v.data[off])); });
+  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { dst[e] = convert<D>(v.data[off]); });
 }
 /// Copies dense row-major D elements into a view of any strides.
 template <class D, class T>
@@ -56,15 +68,15 @@ void unpack(const D* src, const tensor_view<T>& v) {
       return;
     }
   }
-  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = static_cast<T>(static_cast<float>(src[e])); });
+  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = convert<T>(src[e]); });
 }
 }  // namespace detail
 
 template <class T>
 class device_tensor {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half>,
-                "kforge::vulkan::device_tensor: element type must be float or kforge::half (bfloat16 host data is "
-                "computed as f32: use device_tensor<float>)");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, std::int32_t>,
+                "kforge::vulkan::device_tensor: element type must be float, kforge::half or std::int32_t (bfloat16 "
+                "host data is computed as f32: use device_tensor<float>)");
 
  public:
   using value_type = T;
