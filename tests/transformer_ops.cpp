@@ -1,6 +1,7 @@
-// tests/transformer_ops.cpp — the transformer-block ops' typed errors and
-// kv_append's in-place property on the CPU policies (eigen, blocked,
-// threaded); their numerics run through the validation suite's catalog.
+// tests/transformer_ops.cpp — the transformer-block ops' typed errors,
+// kv_append's in-place property and embedding's ids on the CPU policies
+// (eigen, blocked, threaded); their numerics run through the validation
+// suite's catalog.
 #include "transformer_ops_checks.hpp"
 
 namespace tc = transformer_checks;
@@ -16,4 +17,12 @@ TEST_CASE_TEMPLATE("kv_append: writes rows [pos, pos + T) and nothing else; type
   tc::check_kv_append_in_place<P, kforge::half>();
   tc::check_kv_append_in_place<P, kforge::bfloat16>();
   tc::check_kv_append_errors<P>();
+}
+
+TEST_CASE_TEMPLATE("embedding: known rows, strided ids; ids out of range and wrong shapes are typed errors", P,
+                   policy::eigen, policy::blocked<>, policy::threaded<>) {
+  tc::check_embedding_values<P, float>();
+  tc::check_embedding_values<P, kforge::half>();
+  tc::check_embedding_values<P, kforge::bfloat16>();
+  tc::check_embedding_errors<P>();
 }

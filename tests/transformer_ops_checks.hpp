@@ -1,14 +1,17 @@
 // tests/transformer_ops_checks.hpp — the checks of the transformer-block ops
 // that the validation suite cannot make (it runs the catalog's problems on
-// every backend): the typed errors of bad input, and kv_append's in-place
-// property on a cache with a recognisable value in every element. One body
+// every backend): the typed errors of bad input, kv_append's in-place
+// property on a cache with a recognisable value in every element, and
+// embedding's strided ids and its ids out of range. One body
 // per property, run for every policy by tests/transformer_ops.cpp (CPU) and
 // tests/vulkan_transformer_ops.cpp.
 #pragma once
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -97,6 +100,56 @@ void check_kv_append_errors() {
   CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, xv, tensor_view<float>(cache.data(), shape{2, 8, 4, 2})), shape_error);
   CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, xv, tensor_view<float>(cache.data(), shape{1, 16, 2, 4})), shape_error);
   CHECK_THROWS_AS(run<P>(op::kv_append<float>{0}, tensor_view<const float>(x.data(), shape{6, 2, 4}), cv), shape_error);
+}
+
+/// Known rows gathered (ids of rank 2, and strided), every dtype.
+template <class P, class T>
+void check_embedding_values() {
+  const index_t v = 5, d = 3;
+  std::vector<T> table(static_cast<std::size_t>(v * d));
+  for (index_t i = 0; i < v * d; ++i) table[static_cast<std::size_t>(i)] = static_cast<T>(static_cast<float>(i) - 4.5f);
+  const tensor_view<const T> tv(table.data(), shape{v, d});
+  const std::vector<std::int32_t> ids{4, 0, 2, 1, 1, 4};
+  std::vector<T> out(6 * d, static_cast<T>(-99.0f));
+  run<P>(op::embedding<T>{}, tv, make_view(ids, shape{2, 3}), tensor_view<T>(out.data(), shape{2, 3, d}));
+  int bad = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    for (index_t j = 0; j < d; ++j)
+      bad += static_cast<float>(out[i * d + static_cast<std::size_t>(j)]) !=
+             static_cast<float>(table[static_cast<std::size_t>(ids[i] * d + j)]);
+  CHECK(bad == 0);
+  // Every other id of a strided view, into a strided output (rows 2 apart).
+  std::vector<T> wide(2 * 3 * d, static_cast<T>(7.0f));
+  run<P>(op::embedding<T>{}, tv, tensor_view<const std::int32_t>(ids.data(), shape{3}, shape{2}),
+         tensor_view<T>(wide.data(), shape{3, d}, shape{2 * d, 1}));
+  bad = 0;
+  for (std::size_t r = 0; r < 3; ++r)
+    for (index_t j = 0; j < d; ++j) {
+      bad += static_cast<float>(wide[2 * r * d + static_cast<std::size_t>(j)]) !=
+             static_cast<float>(table[static_cast<std::size_t>(ids[2 * r] * d + j)]);
+      bad += static_cast<float>(wide[(2 * r + 1) * d + static_cast<std::size_t>(j)]) != 7.0f;  // untouched
+    }
+  CHECK(bad == 0);
+}
+
+/// Ids out of range and wrong shapes: typed errors, and nothing written.
+template <class P>
+void check_embedding_errors() {
+  std::vector<float> table(5 * 3, 1.0f), out(4 * 3, -1.0f);
+  const tensor_view<const float> tv(table.data(), shape{5, 3});
+  const tensor_view<float> ov(out.data(), shape{4, 3});
+  const std::vector<std::int32_t> high{0, 1, 4, 5}, low{0, -1, 2, 3};
+  const std::string m = message_of<argument_error>([&] { run<P>(op::embedding<float>{}, tv, make_view(high, shape{4}), ov); });
+  CHECK(m.find("kforge::embedding: id 5 at position 3") != std::string::npos);
+  CHECK(m.find("V = 5") != std::string::npos);
+  const std::string n = message_of<argument_error>([&] { run<P>(op::embedding<float>{}, tv, make_view(low, shape{4}), ov); });
+  CHECK(n.find("id -1 at position 1") != std::string::npos);
+  CHECK(std::count(out.begin(), out.end(), -1.0f) == 12);  // checked before anything was written
+  CHECK_THROWS_AS(run<P>(op::embedding<float>{}, tensor_view<const float>(table.data(), shape{15}), make_view(high, shape{4}), ov),
+                  shape_error);
+  CHECK_THROWS_AS(run<P>(op::embedding<float>{}, tv, make_view(high, shape{4}), tensor_view<float>(out.data(), shape{3, 4})),
+                  shape_error);
+  CHECK_THROWS_AS(run<P>(op::embedding<float>{}, tv, make_view(high, shape{2, 2}), ov), shape_error);
 }
 
 }  // namespace transformer_checks

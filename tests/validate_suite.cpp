@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 using namespace kforge;
 
@@ -218,4 +219,20 @@ TEST_CASE("attention f16: rounding P to f16 passes the suite; wrong scale, mask,
   CHECK(rejected(sees_next));
   CHECK(rejected(drops_key));
   CHECK(rejected(skips_row));
+}
+
+TEST_CASE("ids are drawn in [0, V) in every case; the extremes case names the first and last rows only") {
+  const problem e = make("embedding", "37x5,4x25");
+  for (input_case c : all_cases) {
+    CAPTURE(to_string(c));
+    std::vector<host_tensor> ts = allocate(e);
+    generate_inputs(e, c, 99, ts);
+    REQUIRE(ts[1].type == dtype::i32);
+    std::set<std::int32_t> seen;
+    for (index_t i = 0; i < ts[1].span(); ++i) seen.insert(ts[1].get_i32(i));
+    CHECK(*seen.begin() >= 0);
+    CHECK(*seen.rbegin() < 37);
+    if (c == input_case::extremes) CHECK(seen == std::set<std::int32_t>{0, 36});
+    else CHECK(seen.size() > 20);  // 100 draws over 37 rows
+  }
 }

@@ -1,6 +1,7 @@
-// tests/vulkan_transformer_ops.cpp — the transformer-block ops' typed errors
-// and kv_append's in-place property on policy::vulkan, host views and device
-// tensors (validation layer on); their numerics run through vulkan_suite.
+// tests/vulkan_transformer_ops.cpp — the transformer-block ops' typed errors,
+// kv_append's in-place property and embedding's id checks on policy::vulkan,
+// host views and device tensors (validation layer on); their numerics run
+// through vulkan_suite.
 #include "transformer_ops_checks.hpp"
 #include "vulkan_common.hpp"
 
@@ -41,5 +42,60 @@ TEST_CASE("vulkan kv_append on device tensors: decode steps fill the cache in pl
     bad += cache[static_cast<std::size_t>(i)] != (row < 4 ? static_cast<float>(row) : -5.0f);
   }
   CHECK(bad == 0);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan embedding: host views gather known rows; ids out of range are typed errors before anything runs") {
+  KFT_NEED_DEVICE();
+  tc::check_embedding_values<policy::vulkan<>, float>();
+  tc::check_embedding_values<policy::vulkan<>, half>();
+  tc::check_embedding_values<policy::vulkan<>, bfloat16>();
+  tc::check_embedding_errors<policy::vulkan<>>();
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// Ids in a device tensor never pass the host: the kernel checks them, writes
+// a bad id's row as zeros (it never reads outside the table) and the call
+// throws the same argument_error once the submission completes.
+TEST_CASE("vulkan embedding on device tensors: ids checked on the device, reported after the submission") {
+  KFT_NEED_DEVICE();
+  const index_t v = 11, d = 5;
+  std::vector<float> table(static_cast<std::size_t>(v * d));
+  for (std::size_t i = 0; i < table.size(); ++i) table[i] = 1.0f + static_cast<float>(i);
+  auto dt = vulkan::device_tensor<float>::from_host(*ctx, tensor_view<const float>(table.data(), shape{v, d}));
+  auto check_rows = [&](const vulkan::device_tensor<float>& out, const std::vector<std::int32_t>& ids) {
+    const std::vector<float> got = out.to_vector();
+    int bad = 0;
+    for (std::size_t i = 0; i < ids.size(); ++i)
+      for (index_t j = 0; j < d; ++j) {
+        const bool in_range = ids[i] >= 0 && ids[i] < v;
+        const float want = in_range ? table[static_cast<std::size_t>(ids[i] * d + j)] : 0.0f;
+        bad += got[i * d + static_cast<std::size_t>(j)] != want;
+      }
+    return bad;
+  };
+  const std::vector<std::int32_t> good{10, 0, 3, 3, 7, 1};
+  auto di = vulkan::device_tensor<std::int32_t>::from_host(*ctx, make_view(good, shape{2, 3}));
+  vulkan::device_tensor<float> dout(*ctx, shape{2, 3, d});
+  run<policy::vulkan<>>(op::embedding<float>{}, dt, di, dout);
+  CHECK(check_rows(dout, good) == 0);
+  CHECK(di.to_vector() == good);  // int32 round trip is exact
+
+  const std::vector<std::int32_t> bad_ids{10, 0, 11, 3, -4, 1};  // first bad: 11 at position 2
+  auto db = vulkan::device_tensor<std::int32_t>::from_host(*ctx, make_view(bad_ids, shape{2, 3}));
+  const std::string m = tc::message_of<argument_error>([&] { run<policy::vulkan<>>(op::embedding<float>{}, dt, db, dout); });
+  CHECK(m.find("kforge::embedding: id 11 at position 2 of ids [2x3]") != std::string::npos);
+  CHECK(m.find("V = 11") != std::string::npos);
+  CHECK(check_rows(dout, bad_ids) == 0);  // good rows gathered, bad rows zero
+
+  // Recorded into a stream: the check runs when the submission completes, on every replay.
+  vulkan::stream s(*ctx);
+  vulkan::record(s, op::embedding<float>{}, dt, db, dout);
+  CHECK_THROWS_AS(s.run(), argument_error);
+  CHECK_THROWS_AS(s.run(), argument_error);
+  s.reset();
+  vulkan::record(s, op::embedding<float>{}, dt, di, dout);
+  CHECK_NOTHROW(s.run());
+  CHECK(check_rows(dout, good) == 0);
   KFT_NO_VALIDATION_MESSAGES();
 }

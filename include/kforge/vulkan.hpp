@@ -30,6 +30,7 @@
 #include "kforge/vulkan/attention.hpp"
 #include "kforge/vulkan/conv2d.hpp"
 #include "kforge/vulkan/elementwise.hpp"
+#include "kforge/vulkan/embedding.hpp"
 #include "kforge/vulkan/gated.hpp"
 #include "kforge/vulkan/gemm.hpp"
 #include "kforge/vulkan/kv_append.hpp"

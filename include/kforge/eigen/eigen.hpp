@@ -4,6 +4,7 @@
 #include "kforge/eigen/attention.hpp"
 #include "kforge/eigen/conv2d.hpp"
 #include "kforge/eigen/elementwise.hpp"
+#include "kforge/eigen/embedding.hpp"
 #include "kforge/eigen/gated.hpp"
 #include "kforge/eigen/gemm.hpp"
 #include "kforge/eigen/kv_append.hpp"

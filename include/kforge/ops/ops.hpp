@@ -4,6 +4,7 @@
 #include "kforge/ops/attention.hpp"
 #include "kforge/ops/conv2d.hpp"
 #include "kforge/ops/elementwise.hpp"
+#include "kforge/ops/embedding.hpp"
 #include "kforge/ops/gated.hpp"
 #include "kforge/ops/gemm.hpp"
 #include "kforge/ops/kv_append.hpp"

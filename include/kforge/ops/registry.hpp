@@ -16,6 +16,7 @@
 #include "kforge/ops/attention_traits.hpp"
 #include "kforge/ops/conv2d_traits.hpp"
 #include "kforge/ops/elementwise_traits.hpp"
+#include "kforge/ops/embedding_traits.hpp"
 #include "kforge/ops/gated_traits.hpp"
 #include "kforge/ops/gemm_traits.hpp"
 #include "kforge/ops/kv_append_traits.hpp"
@@ -31,7 +32,7 @@ struct type_list {};
 /// Every op family, in the order the tool lists their ops.
 using op_families = type_list<gemm_traits, unary_traits, binary_traits, reduce_traits, softmax_traits, norm_traits,
                               conv2d_traits, attention_traits, rope_traits, gated_traits,
-                              kv_append_traits>;
+                              kv_append_traits, embedding_traits>;
 
 /// A family's traits as run-time function pointers (the typed members,
 /// with_op and problem_of, are reached through visit_family / traits_of).

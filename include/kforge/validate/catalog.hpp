@@ -94,6 +94,11 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("kv_append", small ? "2x7x3x5,17" : "2x33x3x17,100", none);
   add("kv_append", small ? "3x1x2x9,7" : "3x1x5x33,257", [small](problem& p) { p.attrs["pos"] = small ? 4 : 200; });
   add("kv_append", "1x5x1x7,12", [](problem& p) { p.attrs["pos"] = 7; });
+  // embedding: a batch of sequences (ids [B, T]), a decode step (one id), a one-column table, a one-row table
+  add("embedding", small ? "257x33,3x17" : "1001x100,7x33", none);
+  add("embedding", small ? "100x17,1" : "32003x65,1", none);
+  add("embedding", "7x1,100", none);
+  add("embedding", "1x5,2x3x9", none);
   return ps;
 }
 

@@ -27,6 +27,7 @@
 #include <array>
 #include <deque>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,28 @@ class stream {
     ++copies_;
   }
 
+  /// Records filling `dst` (its size a multiple of 4 bytes) with the 32-bit
+  /// word `value`: a transfer, counted and timed as a copy.
+  void fill(buffer_ref dst, std::uint32_t value) {
+    if (!dst.size) return;
+    begin();
+    hazard({}, {dst});
+    const bool timed = time_ && queries_ && timed_count_ < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * timed_count_);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
+    vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, value);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
+    timed_count_ += timed;
+    labels_.push_back({"fill " + std::to_string(dst.size) + " B", timed, true});
+    ++copies_;
+  }
+
+  /// Adds a check that runs after every completed submission of this
+  /// recording (in wait(), in the order added) and may throw: how an op
+  /// reports what only the device could see, such as embedding's ids out of
+  /// range in a device tensor. Dropped by reset().
+  void check_after_wait(std::function<void()> check) { checks_.push_back(std::move(check)); }
+
   /// A host-visible staging area kept alive by the stream; write it before
   /// submit() (upload) or read it after wait() (download).
   buffer_slice& staging(VkDeviceSize bytes) {
@@ -205,6 +228,7 @@ class stream {
     }
     check(r, "vkWaitForFences");
     in_flight_ = false;
+    for (const auto& c : checks_) c();
   }
 
   /// submit() then wait().
@@ -221,6 +245,7 @@ class stream {
     labels_.clear();
     timed_count_ = 0;
     keep_.clear();
+    checks_.clear();
     reads_.clear();
     writes_.clear();
     barriers_ = copies_ = 0;
@@ -304,6 +329,7 @@ class stream {
   std::size_t timed_count_ = 0;
   std::vector<label_rec> labels_;
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
+  std::vector<std::function<void()>> checks_;
   std::vector<buffer_ref> reads_, writes_;
   std::size_t barriers_ = 0, copies_ = 0, submits_ = 0;
 };

@@ -6,6 +6,7 @@
 #include "kforge/vulkan/shaders/attention.hpp"
 #include "kforge/vulkan/shaders/common.hpp"
 #include "kforge/vulkan/shaders/elementwise.hpp"
+#include "kforge/vulkan/shaders/embedding.hpp"
 #include "kforge/vulkan/shaders/gated.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
