@@ -142,3 +142,34 @@ TEST_CASE("int32 operands: views, dtype, host tensors and descriptors' operand t
   static_assert(op_outputs_v<op::gemm<float>> == 1);
   static_assert(std::is_same_v<op_operand_t<op::gemm<half>, 2>, half>);
 }
+
+TEST_CASE("operands of other types and several outputs: embedding's ids, topk's values and indices") {
+  static_assert(op_outputs_v<op::topk<float>> == 2);
+  static_assert(std::is_same_v<op_operand_t<op::topk<half>, 1>, half>);
+  static_assert(std::is_same_v<op_operand_t<op::topk<half>, 2>, std::int32_t>);
+  static_assert(std::is_same_v<op_operand_t<op::embedding<bfloat16>, 1>, std::int32_t>);
+  problem t;
+  t.op = "topk";
+  t.type = dtype::f16;
+  set_shape(t, "3x100");
+  t.attrs["k"] = 7;
+  const auto ts = operands(t);
+  REQUIRE(ts.size() == 3);
+  CHECK_FALSE(ts[0].is_output);
+  CHECK((ts[1].is_output && ts[2].is_output));
+  CHECK(operand_type(t, ts[1]) == dtype::f16);
+  CHECK(operand_type(t, ts[2]) == dtype::i32);
+  CHECK(output_count(ts) == 2);
+  const auto tt = allocate(t);
+  CHECK(tt[2].type == dtype::i32);
+  CHECK(tt[2].dims == shape{3, 7});
+  CHECK(min_bytes(t) == 3 * 100 * 2 + 3 * 7 * 2 + 3 * 7 * 4);
+  problem e;
+  e.op = "embedding";
+  set_shape(e, "32000x64,2x5");
+  const auto es = operands(e);
+  CHECK(operand_type(e, es[1]) == dtype::i32);
+  CHECK(es[1].id_bound == 32000);
+  CHECK(es.back().dims == shape{2, 5, 64});
+  CHECK(min_bytes(e) == 10 * 4 + 2 * 10 * 64 * 4);  // the rows read, not the table
+}

@@ -1,7 +1,7 @@
 // tests/transformer_ops.cpp — the transformer-block ops' typed errors,
-// kv_append's in-place property and embedding's ids on the CPU policies
-// (eigen, blocked, threaded); their numerics run through the validation
-// suite's catalog.
+// kv_append's in-place property, embedding's ids and topk's order on the CPU
+// policies (eigen, blocked, threaded); their numerics run through the
+// validation suite's catalog.
 #include "transformer_ops_checks.hpp"
 
 namespace tc = transformer_checks;
@@ -25,4 +25,14 @@ TEST_CASE_TEMPLATE("embedding: known rows, strided ids; ids out of range and wro
   tc::check_embedding_values<P, kforge::half>();
   tc::check_embedding_values<P, kforge::bfloat16>();
   tc::check_embedding_errors<P>();
+}
+
+TEST_CASE_TEMPLATE("topk / argmax: NaN first, ties by position, exact values; bad k and shapes are typed errors", P,
+                   policy::eigen, policy::blocked<>, policy::threaded<>) {
+  tc::check_topk_order<P, float>();
+  tc::check_topk_order<P, kforge::half>();
+  tc::check_topk_order<P, kforge::bfloat16>();
+  tc::check_argmax_rows<P, float>();
+  tc::check_argmax_rows<P, kforge::half>();
+  tc::check_topk_errors<P>();
 }

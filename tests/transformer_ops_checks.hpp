@@ -1,8 +1,9 @@
 // tests/transformer_ops_checks.hpp — the checks of the transformer-block ops
 // that the validation suite cannot make (it runs the catalog's problems on
 // every backend): the typed errors of bad input, kv_append's in-place
-// property on a cache with a recognisable value in every element, and
-// embedding's strided ids and its ids out of range. One body
+// property on a cache with a recognisable value in every element, embedding's
+// strided ids and its ids out of range, topk's order (ties, NaN, signed
+// zeros) written out by hand. One body
 // per property, run for every policy by tests/transformer_ops.cpp (CPU) and
 // tests/vulkan_transformer_ops.cpp.
 #pragma once
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -150,6 +152,84 @@ void check_embedding_errors() {
   CHECK_THROWS_AS(run<P>(op::embedding<float>{}, tv, make_view(high, shape{4}), tensor_view<float>(out.data(), shape{3, 4})),
                   shape_error);
   CHECK_THROWS_AS(run<P>(op::embedding<float>{}, tv, make_view(high, shape{2, 2}), ov), shape_error);
+}
+
+/// topk's order on one row with every kind of value: NaNs first (by position),
+/// +Inf, equal values by position (-0 and +0 equal), values copied exactly.
+template <class P, class T>
+void check_topk_order() {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> row{1.0f, 3.0f, nan, 3.0f, -inf, inf, nan, -0.0f, 0.0f, 2.0f};
+  const std::vector<std::int32_t> order{2, 6, 5, 1, 3, 9, 0, 7, 8, 4};
+  std::vector<T> x(row.size());
+  for (std::size_t i = 0; i < row.size(); ++i) x[i] = static_cast<T>(row[i]);
+  for (index_t k : {index_t{10}, index_t{3}, index_t{1}}) {
+    std::vector<T> v(static_cast<std::size_t>(k), static_cast<T>(-7.0f));
+    std::vector<std::int32_t> i(static_cast<std::size_t>(k), -7);
+    run<P>(op::topk<T>{k}, tensor_view<const T>(x.data(), shape{1, 10}), tensor_view<T>(v.data(), shape{1, k}),
+           tensor_view<std::int32_t>(i.data(), shape{1, k}));
+    CAPTURE(k);
+    CHECK(i == std::vector<std::int32_t>(order.begin(), order.begin() + k));
+    for (index_t j = 0; j < k; ++j) {
+      const float got = static_cast<float>(v[static_cast<std::size_t>(j)]), want = row[static_cast<std::size_t>(order[static_cast<std::size_t>(j)])];
+      CHECK(((std::isnan(want) && std::isnan(got)) || (got == want && std::signbit(got) == std::signbit(want))));
+    }
+  }
+}
+
+/// argmax on rows of ties, NaNs, -Inf and signed zeros; a long row whose
+/// largest repeats across the CPU kernel's 512-element chunks; strided rows
+/// of a rank-3 x.
+template <class P, class T>
+void check_argmax_rows() {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> rows{1, 5, 5, 2, -inf, -inf, -inf, -inf, 0, nan, 7, nan, -0.0f, 0.0f, -1, -2};
+  std::vector<T> x(rows.size());
+  for (std::size_t r = 0; r < rows.size(); ++r) x[r] = static_cast<T>(rows[r]);
+  std::vector<T> v(4);
+  std::vector<std::int32_t> i(4, -7);
+  run<P>(op::topk<T>{1}, tensor_view<const T>(x.data(), shape{4, 4}), tensor_view<T>(v.data(), shape{4, 1}),
+         tensor_view<std::int32_t>(i.data(), shape{4, 1}));
+  CHECK(i == std::vector<std::int32_t>{1, 0, 1, 0});
+  CHECK(std::signbit(static_cast<float>(v[3])));  // -0 at position 0 ties +0 and wins: its sign is kept
+
+  const index_t n = 2000;
+  std::vector<T> big(static_cast<std::size_t>(2 * n));
+  for (index_t j = 0; j < 2 * n; ++j) big[static_cast<std::size_t>(j)] = static_cast<T>(static_cast<float>(j % 97) - 50.0f);
+  big[1500] = big[1700] = static_cast<T>(99.0f);    // row 0: 99 at 1500 and 1700
+  big[n + 4] = big[n + 1998] = static_cast<T>(nan);  // row 1: NaN at 4 and 1998
+
+  std::vector<T> v2(2);
+  std::vector<std::int32_t> i2(2, -7);
+  run<P>(op::topk<T>{1}, tensor_view<const T>(big.data(), shape{2, n}), tensor_view<T>(v2.data(), shape{2, 1}),
+         tensor_view<std::int32_t>(i2.data(), shape{2, 1}));
+  CHECK(i2 == std::vector<std::int32_t>{1500, 4});
+  // Every other element of both rows: [2, 1, 1000] with strides [2000, 2000, 2].
+  run<P>(op::topk<T>{2}, tensor_view<const T>(big.data(), shape{2, 1, n / 2}, shape{n, n, 2}),
+         tensor_view<T>(std::vector<T>(4).data(), shape{2, 1, 2}), tensor_view<std::int32_t>(i.data(), shape{2, 1, 2}));
+  CHECK(i == std::vector<std::int32_t>{750, 850, 2, 999});  // the 99s at 1500 and 1700, the NaNs at 4 and 1998, halved
+}
+
+/// k out of [1, N] and wrong output shapes: typed errors.
+template <class P>
+void check_topk_errors() {
+  std::vector<float> x(3 * 7, 1.0f), v(3 * 8);
+  std::vector<std::int32_t> i(3 * 8);
+  const tensor_view<const float> xv(x.data(), shape{3, 7});
+  auto values = [&](index_t k) { return tensor_view<float>(v.data(), shape{3, k}); };
+  auto indices = [&](index_t k) { return tensor_view<std::int32_t>(i.data(), shape{3, k}); };
+  const std::string m0 = message_of<argument_error>([&] { run<P>(op::topk<float>{0}, xv, values(1), indices(1)); });
+  CHECK(m0.find("kforge::topk: k must be in [1, N] for rows of N = 7, got k = 0") != std::string::npos);
+  const std::string m8 = message_of<argument_error>([&] { run<P>(op::topk<float>{8}, xv, values(8), indices(8)); });
+  CHECK(m8.find("got k = 8") != std::string::npos);
+  CHECK_THROWS_AS(run<P>(op::topk<float>{-2}, xv, values(2), indices(2)), argument_error);
+  const std::string ms = message_of<shape_error>([&] { run<P>(op::topk<float>{2}, xv, values(3), indices(2)); });
+  CHECK(ms.find("kforge::topk: values has shape [3x3], expected [3x2]") != std::string::npos);
+  CHECK_THROWS_AS(run<P>(op::topk<float>{2}, xv, values(2), indices(3)), shape_error);
+  CHECK_THROWS_AS(run<P>(op::topk<float>{2}, xv, values(2), tensor_view<std::int32_t>(i.data(), shape{6})), shape_error);
+  CHECK_THROWS_AS(run<P>(op::topk<float>{1}, tensor_view<const float>(x.data(), shape{}), tensor_view<float>(v.data(), shape{1}),
+                         tensor_view<std::int32_t>(i.data(), shape{1})),
+                  shape_error);
 }
 
 }  // namespace transformer_checks

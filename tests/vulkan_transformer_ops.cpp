@@ -1,7 +1,7 @@
 // tests/vulkan_transformer_ops.cpp — the transformer-block ops' typed errors,
-// kv_append's in-place property and embedding's id checks on policy::vulkan,
-// host views and device tensors (validation layer on); their numerics run
-// through vulkan_suite.
+// kv_append's in-place property, embedding's id checks and topk's order, long
+// rows and k = N on policy::vulkan, host views and device tensors (validation
+// layer on); their numerics run through vulkan_suite.
 #include "transformer_ops_checks.hpp"
 #include "vulkan_common.hpp"
 
@@ -97,5 +97,89 @@ TEST_CASE("vulkan embedding on device tensors: ids checked on the device, report
   vulkan::record(s, op::embedding<float>{}, dt, di, dout);
   CHECK_NOTHROW(s.run());
   CHECK(check_rows(dout, good) == 0);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan topk / argmax: NaN first, ties by position, exact values; bad k and shapes are typed errors") {
+  KFT_NEED_DEVICE();
+  tc::check_topk_order<policy::vulkan<>, float>();
+  tc::check_topk_order<policy::vulkan<>, half>();
+  tc::check_topk_order<policy::vulkan<>, bfloat16>();
+  tc::check_argmax_rows<policy::vulkan<>, float>();
+  tc::check_argmax_rows<policy::vulkan<>, half>();
+  tc::check_topk_errors<policy::vulkan<>>();
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// The sampling case on device tensors: one long row and a few (the split
+// kernel: chunks across workgroups, then a merge), with ties planted across
+// chunks and a NaN; a stream that samples twice without leaving the device.
+TEST_CASE("vulkan topk on device tensors: long rows split across workgroups match the reference") {
+  KFT_NEED_DEVICE();
+  const index_t rows = 3, n = 20001, k = 40;
+  std::vector<float> x = kft::random_floats(static_cast<std::size_t>(rows * n), 7, -8.0f, 8.0f);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = std::round(x[i] * 4.0f) / 4.0f;  // many ties
+  x[5000] = x[15000] = 100.0f;                                                     // a tie across chunks, row 0
+  x[static_cast<std::size_t>(n + 19999)] = std::numeric_limits<float>::quiet_NaN();  // row 1: NaN near the end
+  const tensor_view<const float> xv(x.data(), shape{rows, n});
+  std::vector<float> rv(static_cast<std::size_t>(rows * k));
+  std::vector<std::int32_t> ri(static_cast<std::size_t>(rows * k));
+  run<policy::eigen>(op::topk<float>{k}, xv, tensor_view<float>(rv.data(), shape{rows, k}),
+                     tensor_view<std::int32_t>(ri.data(), shape{rows, k}));
+  CHECK(ri[0] == 5000);
+  CHECK(ri[1] == 15000);
+  CHECK(ri[static_cast<std::size_t>(k)] == 19999);
+
+  auto dx = vulkan::device_tensor<float>::from_host(*ctx, xv);
+  vulkan::device_tensor<float> dv(*ctx, shape{rows, k});
+  vulkan::device_tensor<std::int32_t> di(*ctx, shape{rows, k});
+  run<policy::vulkan<>>(op::topk<float>{k}, dx, dv, di);
+  CHECK(di.to_vector() == ri);
+  const std::vector<float> gv = dv.to_vector();
+  int bad = 0;
+  for (std::size_t i = 0; i < gv.size(); ++i) bad += !(gv[i] == rv[i] || (std::isnan(gv[i]) && std::isnan(rv[i])));
+  CHECK(bad == 0);
+
+  // argmax of the same rows recorded with the topk into one stream, replayed.
+  vulkan::device_tensor<float> av(*ctx, shape{rows, 1});
+  vulkan::device_tensor<std::int32_t> ai(*ctx, shape{rows, 1});
+  vulkan::stream s(*ctx);
+  vulkan::record(s, op::topk<float>{1}, dx, av, ai);
+  vulkan::record(s, op::topk<float>{k}, dx, dv, di);
+  s.run();
+  s.run();
+  CHECK(ai.to_vector() == std::vector<std::int32_t>{ri[0], ri[static_cast<std::size_t>(k)], ri[static_cast<std::size_t>(2 * k)]});
+  CHECK(di.to_vector() == ri);
+  CHECK_THROWS_AS(run<policy::vulkan<>>(op::topk<float>{k + 1}, dx, dv, di), shape_error);
+  CHECK_THROWS_AS(run<policy::vulkan<>>(op::topk<float>{n + 1}, dx, vulkan::device_tensor<float>(*ctx, shape{rows, n + 1}),
+                                        vulkan::device_tensor<std::int32_t>(*ctx, shape{rows, n + 1})),
+                  argument_error);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// k = N sorts whole rows in rounds of the kernel's lists: 47 rounds for a row
+// of 3000. lavapipe stops a shader invocation after 65535 loop iterations
+// (gallivm's loop limiter): a row of 30000 sorted whole would run past it, and
+// is refused there with a typed error instead of a wrong order.
+TEST_CASE("vulkan topk with k = N: whole rows sorted in rounds; a typed refusal where lavapipe cannot") {
+  KFT_NEED_DEVICE();
+  for (const index_t n : {index_t{3000}, index_t{30000}}) {
+    CAPTURE(n);
+    std::vector<float> x = kft::random_floats(static_cast<std::size_t>(n), 11);
+    for (auto& v : x) v = std::round(v * 64.0f) / 64.0f;  // ties
+    const tensor_view<const float> xv(x.data(), shape{1, n});
+    std::vector<float> rv(x.size()), gv(x.size());
+    std::vector<std::int32_t> ri(x.size()), gi(x.size(), -1);
+    run<policy::eigen>(op::topk<float>{n}, xv, make_view(rv, shape{1, n}), make_view(ri, shape{1, n}));
+    auto gpu = [&] { run<policy::vulkan<>>(op::topk<float>{n}, xv, make_view(gv, shape{1, n}), make_view(gi, shape{1, n})); };
+    if (n > 3000 && ctx->info().driver_name == "llvmpipe") {
+      const std::string m = tc::message_of<unsupported_error>(gpu);
+      CHECK(m.find("lavapipe") != std::string::npos);
+      continue;
+    }
+    gpu();
+    CHECK(gi == ri);
+    CHECK(gv == rv);
+  }
   KFT_NO_VALIDATION_MESSAGES();
 }

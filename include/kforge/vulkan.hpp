@@ -37,6 +37,7 @@
 #include "kforge/vulkan/reduce.hpp"
 #include "kforge/vulkan/rope.hpp"
 #include "kforge/vulkan/rows.hpp"
+#include "kforge/vulkan/topk.hpp"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif

@@ -20,3 +20,4 @@
 #include "kforge/cpu/rope.hpp"
 #include "kforge/cpu/softmax.hpp"
 #include "kforge/cpu/thread_pool.hpp"
+#include "kforge/cpu/topk.hpp"

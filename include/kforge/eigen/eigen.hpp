@@ -11,3 +11,4 @@
 #include "kforge/eigen/reduce.hpp"
 #include "kforge/eigen/rope.hpp"
 #include "kforge/eigen/softmax.hpp"
+#include "kforge/eigen/topk.hpp"

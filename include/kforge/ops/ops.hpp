@@ -12,3 +12,4 @@
 #include "kforge/ops/reduce.hpp"
 #include "kforge/ops/rope.hpp"
 #include "kforge/ops/softmax.hpp"
+#include "kforge/ops/topk.hpp"

@@ -23,6 +23,7 @@
 #include "kforge/ops/norm_traits.hpp"
 #include "kforge/ops/reduce_traits.hpp"
 #include "kforge/ops/rope_traits.hpp"
+#include "kforge/ops/topk_traits.hpp"
 
 namespace kforge {
 
@@ -32,7 +33,7 @@ struct type_list {};
 /// Every op family, in the order the tool lists their ops.
 using op_families = type_list<gemm_traits, unary_traits, binary_traits, reduce_traits, softmax_traits, norm_traits,
                               conv2d_traits, attention_traits, rope_traits, gated_traits,
-                              kv_append_traits, embedding_traits>;
+                              kv_append_traits, embedding_traits, topk_traits>;
 
 /// A family's traits as run-time function pointers (the typed members,
 /// with_op and problem_of, are reached through visit_family / traits_of).

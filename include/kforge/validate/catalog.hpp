@@ -99,6 +99,18 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("embedding", small ? "100x17,1" : "32003x65,1", none);
   add("embedding", "7x1,100", none);
   add("embedding", "1x5,2x3x9", none);
+  // topk / argmax: odd rows, k = N, N = 1, k > 64 (several rounds of the GPU kernel's lists), rank 3, few
+  // long rows (the split kernel: the sampling case); ties and NaN come from the suite's edge cases
+  auto k_is = [](index_t k) { return [k](problem& p) { p.attrs["k"] = static_cast<double>(k); }; };
+  add("topk", small ? "17x100" : "33x1000", k_is(5));
+  add("topk", "7x33", k_is(33));
+  add("topk", "5x1", k_is(1));
+  add("topk", "4x200", k_is(100));
+  add("topk", small ? "3x5x65" : "2x3x300", k_is(64));
+  add("topk", "270x1001", k_is(8));
+  add("topk", small ? "2x20001" : "3x50000", k_is(50));
+  add("argmax", small ? "3x1000" : "17x4097", none);
+  add("argmax", small ? "1x9000" : "1x128256", none);
   return ps;
 }
 

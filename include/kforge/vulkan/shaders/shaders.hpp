@@ -18,3 +18,4 @@
 #include "kforge/vulkan/shaders/reduce.hpp"
 #include "kforge/vulkan/shaders/rope.hpp"
 #include "kforge/vulkan/shaders/rows.hpp"
+#include "kforge/vulkan/shaders/topk.hpp"
