@@ -51,6 +51,7 @@ enum class gemm_kernel : std::uint8_t {
   tiled,        // shaders/gemm_tiled.hpp: vec4 register blocking, double-buffered
   coopmat_f16,  // shaders/gemm_coopmat.hpp: f16 tensor cores (VK_NV_cooperative_matrix)
   gemv,         // shaders/gemm_gemv.hpp: few rows of A (decode), streams B once
+  coopmat2,     // spirv/gemm_coopmat2.hpp: f16/bf16 tensor cores, workgroup-scope matrices (VK_NV_cooperative_matrix2)
 };
 inline const char* to_string(gemm_kernel k) {
   switch (k) {
@@ -58,6 +59,7 @@ inline const char* to_string(gemm_kernel k) {
     case gemm_kernel::tiled: return "tiled";
     case gemm_kernel::coopmat_f16: return "coopmat_f16";
     case gemm_kernel::gemv: return "gemv";
+    case gemm_kernel::coopmat2: return "coopmat2";
   }
   return "?";
 }
@@ -70,6 +72,10 @@ inline const char* to_string(gemm_kernel k) {
 ///                   lane per K step, tn columns per invocation, warps
 ///                   subgroups (their lanes per column group follow:
 ///                   gemv_lanes_k), splits
+///   coopmat2        bm×bn×bk (one workgroup-scope matrix per tile), 32·warps
+///                   invocations (a workgroupInvocations the device lists),
+///                   tm K steps per unrolled loop iteration (1, 2, 4 or 8),
+///                   group_m (>= 1), splits
 struct gemm_config {
   gemm_kernel kernel = gemm_kernel::tiled;
   std::uint32_t bm = 128, bn = 128, bk = 8;  // workgroup tile and K step
@@ -78,15 +84,19 @@ struct gemm_config {
   std::uint32_t group_m = 8;                 // tiled/coopmat: grouped tile order (0: row-major)
   std::uint32_t splits = 1;                  // K split across workgroups (1: none)
   std::uint32_t wg() const {
-    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv ? 32 * warps : (bm / tm) * (bn / tn);
+    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv || kernel == gemm_kernel::coopmat2
+               ? 32 * warps
+               : (bm / tm) * (bn / tn);
   }
   std::string str() const {
     auto n = [](std::uint32_t v) { return std::to_string(v); };
     std::string s = std::string(to_string(kernel)) + " " + n(bm) + "x" + n(bn) + "x" + n(bk);
     if (kernel == gemm_kernel::coopmat_f16) s += " warps " + n(warps) + " (" + n(warps_m) + " rows)";
+    else if (kernel == gemm_kernel::coopmat2) s += " invocations " + n(wg()) + " unroll " + n(tm);
     else if (kernel == gemm_kernel::gemv) s += " thread " + n(bm) + "x" + n(tn) + " warps " + n(warps);
     else s += " thread " + n(tm) + "x" + n(tn);
-    if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16) s += " group_m " + n(group_m);
+    if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::coopmat2)
+      s += " group_m " + n(group_m);
     if (splits != 1) s += " splits " + n(splits);
     return s;
   }
@@ -95,6 +105,15 @@ struct gemm_config {
 /// Whether the device runs the coopmat_f16 kernel (f16 data only).
 inline bool coopmat_f16_available(const device_info& d) {
   return d.nv_coopmat_f16_16x16x16 && d.storage_16bit && d.fp16_arithmetic && d.subgroup_size == 32;
+}
+
+/// Whether the device runs the coopmat2 kernel on `dt` data (f16, or bf16 where it has bf16 matrices).
+inline bool coopmat2_available(const device_info& d, dtype dt) {
+  if (!d.nv_cooperative_matrix2 || !d.storage_16bit || (dt != dtype::f16 && dt != dtype::bf16)) return false;
+  if (dt == dtype::f16 && !d.fp16_arithmetic) return false;
+  for (const auto& c : d.coopmat2_shapes)
+    if (c.type == dt) return true;
+  return false;
 }
 
 /// gemv: lanes of one column group, which split its K step between them (0 if bn does not divide).
@@ -125,6 +144,7 @@ inline std::uint64_t gemm_shared_bytes(const gemm_config& c) {
     case gemm_kernel::generic: return 4ull * c.bk * (c.bm + c.bn) + red;
     case gemm_kernel::tiled: return 2ull * 4 * c.bk * (c.bm + 4) + 2ull * 4 * c.bk * (c.bn + 4) + red;
     case gemm_kernel::gemv: return red;
+    case gemm_kernel::coopmat2: return 0;  // the driver stages the matrices (coopmat2_reserved_shared)
     default: return 2ull * 16 * c.bm * (c.bk / 8 + 1) + 2ull * 16 * c.bk * (c.bn / 8 + 1) + 1024ull * c.warps + red;
   }
 }
@@ -138,7 +158,28 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
   if (!c.bm || !c.bn || !c.bk) return "empty tile";
   if (!c.splits || c.splits > gemm_max_splits) return "splits " + n(c.splits) + " outside 1.." + n(gemm_max_splits);
   if (c.kernel == gemm_kernel::generic && c.splits != 1) return "the generic kernel does not split K";
-  if (c.kernel == gemm_kernel::coopmat_f16) {
+  if (c.kernel == gemm_kernel::coopmat2) {
+    if (!coopmat2_available(d, dt))
+      return "device lacks workgroup-scope " + std::string(to_string(dt)) + " cooperative matrices (VK_NV_cooperative_matrix2)";
+    if (!c.group_m) return "coopmat2: group_m must be >= 1 (1 is row-major)";
+    if (c.tm != 1 && c.tm != 2 && c.tm != 4 && c.tm != 8) return "coopmat2: unroll (tm) " + n(c.tm) + " is not 1, 2, 4 or 8";
+    if (c.bm > d.coopmat2_max_dimension || c.bn > d.coopmat2_max_dimension || c.bk > d.coopmat2_max_dimension)
+      return "tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + " exceeds the largest matrix dimension " +
+             n(d.coopmat2_max_dimension);
+    if (c.wg() > d.coopmat2_max_workgroup) return "workgroup of " + n(c.wg()) + " exceeds " + n(d.coopmat2_max_workgroup);
+    // The f32 accumulator tile lives in the invocations' registers: 128x256 over 128 invocations (256
+    // each) ran at 13 TFLOP/s on the H100, 256x256 over 128 failed to build; 128 each ran at full rate.
+    if (static_cast<std::uint64_t>(c.bm) * c.bn > 128ull * c.wg())
+      return "coopmat2: a " + n(c.bm) + "x" + n(c.bn) + " f32 accumulator over " + n(c.wg()) +
+             " invocations is more than 128 registers each";
+    bool listed = false;
+    for (const auto& s : d.coopmat2_shapes)
+      listed = listed || (s.type == dt && s.invocations == c.wg() && s.m && s.n && s.k && c.bm % s.m == 0 &&
+                          c.bn % s.n == 0 && c.bk % s.k == 0);
+    if (!listed)
+      return "no workgroup-scope shape of " + std::string(to_string(dt)) + " with " + n(c.wg()) +
+             " invocations divides the tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk);
+  } else if (c.kernel == gemm_kernel::coopmat_f16) {
     if (dt != dtype::f16) return "coopmat_f16 needs f16 data";
     if (!coopmat_f16_available(d)) return "device lacks 16x16x16 f16 NV cooperative matrices (or 16-bit storage, or subgroup size 32)";
     if (!c.warps || !c.warps_m || c.warps % c.warps_m) return "warps " + n(c.warps) + " not a multiple of warps_m " + n(c.warps_m);
@@ -278,14 +319,26 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
       {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, 1},
       {gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1},
   }};
+  // coopmat2 (workgroup-scope matrices; vk_bench --coopmat2-variants, 4096³ f16 on the H100,
+  // docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 with 256 invocations and 4 K steps per loop
+  // iteration ran at 312 TFLOP/s, 128×128×32 with 128 invocations at 277 (unroll 2); every
+  // 256-invocation tile of 128×128 was slower (190–203), and bounds-checked loads halve the rate
+  // (edge tiles only: the kernel's fast path).
+  static constexpr std::array<gemm_config, 4> coop2{{
+      {gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1},
+      {gemm_kernel::coopmat2, 128, 128, 32, 2, 0, 4, 0, 8, 1},
+      {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+      {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1},
+  }};
   static constexpr std::array<gemm_config, 4> vec{{
       {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},
       {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8, 1},
       {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
       {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
   }};
-  const bool use_coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
-  const auto& order = use_coop ? coop : vec;
+  const bool use_coop2 = allow_coopmat && coopmat2_available(d, dt);
+  const bool use_coop = use_coop2 || (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d));
+  const auto& order = use_coop2 ? coop2 : use_coop ? coop : vec;
   const tile_fill& f = use_coop ? coopmat_fill : tiled_fill;
   // A 128-row tile for 17 rows would multiply 7 zero rows for each real one.
   const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
@@ -309,7 +362,7 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
 /// keeps f16 on the vector-unit kernels (policy::coopmat<false>).
 inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                        std::uint64_t k, bool allow_coopmat = true) {
-  const bool coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
+  const bool coop = allow_coopmat && ((dt == dtype::f16 && coopmat_f16_available(d)) || coopmat2_available(d, dt));
   if (m <= (coop ? gemv_max_m_coopmat : gemv_max_m)) {
     const gemm_config g = gemv_default_config(dt, m, n, k);
     if (gemm_config_check(d, dt, g).empty()) return g;
@@ -345,6 +398,26 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
     add({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, s});
     add({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, s});
     add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, s});
+  }
+  // coopmat2: tiles × workgroup sizes the device lists (the check drops the others), K steps, unrolling,
+  // tile order, splits.
+  for (std::uint32_t w : {4u, 8u}) {
+    for (auto [bm, bn] : std::initializer_list<std::array<std::uint32_t, 2>>{
+             {128, 128}, {128, 256}, {256, 128}, {64, 128}, {64, 64}, {32, 128}, {256, 256}})
+      for (std::uint32_t bk : {32u, 64u}) add({gemm_kernel::coopmat2, bm, bn, bk, 4, 0, w, 0, 8, 1});
+    for (std::uint32_t u : {1u, 2u, 8u}) {
+      add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 8, 1});
+      add({gemm_kernel::coopmat2, 128, 256, 32, u, 0, w, 0, 8, 1});
+    }
+    for (auto [bm, bn] : std::initializer_list<std::array<std::uint32_t, 2>>{{64, 128}, {64, 64}, {32, 128}})
+      add({gemm_kernel::coopmat2, bm, bn, 32, 2, 0, w, 0, 8, 1});
+    const std::uint32_t u = w == 8 ? 4 : 2;  // the defaults' unrolling for the workgroup size
+    add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 1, 1});
+    for (std::uint32_t s : {2u, 4u, 8u}) {
+      add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 8, s});
+      add({gemm_kernel::coopmat2, 64, 64, 32, u, 0, w, 0, 8, s});
+      add({gemm_kernel::coopmat2, 32, 128, 32, u, 0, w, 0, 8, s});
+    }
   }
   // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
   for (std::uint32_t bm : {1u, 2u, 4u, 8u})
