@@ -1,50 +1,55 @@
 #!/bin/bash
 # bench/h100_coopmat2.sh — the workgroup-scope tensor-core gemm (coopmat2,
 # vulkan/spirv/gemm_coopmat2.hpp) on the GPU machine, in one command: what the
-# driver lists (kforge devices), the SPIR-V tests, every coopmat2 config at
-# the f16 prefill and square shapes beside the NV subgroup-scope kernel
-# (vk_bench --coopmat2), cuBLAS at the same shapes (torch_gemm.py), and the
-# gemm tests against Eigen (every config, odd shapes, epilogues) — first
-# without the validation layer, then the SPIR-V tests again with Debian's
-# layer if BIN_DIR carries it.
+# driver lists (kforge devices), the tensor-core ceiling of the instructions
+# (vk_bench --mma-probes), the coopmat2 tiles at the f16 prefill and square
+# shapes beside the NV subgroup-scope kernel (vk_bench --coopmat2), cuBLAS at
+# the same shapes (torch_gemm.py), then the tests against Eigen: without the
+# validation layer (coopmat2 runs: vulkan_spirv, vulkan_gemm, vulkan_suite),
+# and with Debian's layer if BIN_DIR carries it (the layer predates the
+# cooperative-matrix extensions, so contexts under it leave them off and the
+# layer validates the kernels that run instead: vulkan_gemm, vulkan_suite,
+# vulkan_ops).
 #
-#   bench/h100_coopmat2.sh BIN_DIR OUT_DIR
+#   bench/h100_coopmat2.sh BIN_DIR OUT_DIR [--no-tests]
 #
-# BIN_DIR holds kforge, vk_bench, vulkan_spirv, vulkan_gemm, vulkan_suite
-# (built with -DKFORGE_NATIVE=OFF) and optionally vulkan-validationlayers*.deb;
-# the Vulkan loader is unpacked from .gl/*.deb.
+# BIN_DIR holds kforge (+ libsimdjson.so.*), vk_bench, vulkan_spirv,
+# vulkan_gemm, vulkan_suite, vulkan_ops (built with -DKFORGE_NATIVE=OFF) and
+# optionally vulkan-validationlayers*.deb; the Vulkan loader is unpacked from
+# .gl/*.deb. About 8 minutes on an H100 with the tests.
 set -u
-BIN=${1:?BIN_DIR} OUT=${2:?OUT_DIR}
+BIN=${1:?BIN_DIR} OUT=${2:?OUT_DIR} MODE=${3:-}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do [ -e "$f" ] && dpkg -x "$f" /; done
 ldconfig
 if [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
   export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 fi
-export KFORGE_CACHE_DIR=/tmp/kforge-cache
+export KFORGE_CACHE_DIR=/tmp/kforge-cache LD_LIBRARY_PATH="$BIN${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 { date -u; nvidia-smi -L; } > "$OUT/env.txt" 2>&1
 "$BIN"/kforge devices > "$OUT/devices.txt" 2>&1; echo "rc=$?" >> "$OUT/devices.txt"
-cat "$OUT/devices.txt"
-(cd "$BIN" && timeout 60 ./vulkan_spirv > "$OUT/spirv.txt" 2>&1; echo "vulkan_spirv rc=$?" >> "$OUT/spirv.txt")
-tail -3 "$OUT/spirv.txt"
+grep -E "cooperative|bf16" "$OUT/devices.txt"
+KFORGE_VK_PIPELINE_STATS=1 timeout 90 "$BIN"/vk_bench --mma-probes > "$OUT/probes.txt" 2>&1; echo "rc=$?" >> "$OUT/probes.txt"
+grep -E "^PROBE|rc=" "$OUT/probes.txt"
 timeout 240 "$BIN"/vk_bench --coopmat2 > "$OUT/coopmat2.txt" 2>&1; echo "vk_bench rc=$?" >> "$OUT/coopmat2.txt"
-grep -E "^coopmat2|^BEST|gelu|WRONG|rc=|rror" "$OUT/coopmat2.txt"
+grep -E "^BEST|gelu|default|WRONG|refused|rc=" "$OUT/coopmat2.txt"
 PYTHONUNBUFFERED=1 timeout 60 python3 "$(dirname "$0")"/torch_gemm.py > "$OUT/torch_gemm.txt" 2>&1
 grep -E "f16_(4096x4096|512x4096|2048|4096x11008|512x14336|8192)" "$OUT/torch_gemm.txt"
-: > "$OUT/tests.txt"
-for t in vulkan_gemm:200 vulkan_suite:90; do
-  lim=${t#*:} t=${t%:*}
-  echo "== $t" >> "$OUT/tests.txt"
-  (cd "$BIN" && timeout $lim stdbuf -oL -eL ./$t >> "$OUT/tests.txt" 2>&1; echo "$t rc=$?" >> "$OUT/tests.txt")
-done
-grep -E "rc=|Status|test cases|ERROR" "$OUT/tests.txt" | head -30
+[ "$MODE" = --no-tests ] && exit 0
+run_tests() {  # file, then test:limit pairs
+  local out=$1; shift
+  : > "$out"
+  for t in "$@"; do
+    local lim=${t#*:} name=${t%:*}
+    echo "== $name" >> "$out"
+    (cd "$BIN" && timeout $lim stdbuf -oL -eL ./$name >> "$out" 2>&1; echo "$name rc=$?" >> "$out")
+  done
+  grep -E "rc=|Status|test cases" "$out"
+}
+run_tests "$OUT/tests.txt" vulkan_spirv:60 vulkan_gemm:400 vulkan_suite:120
 for f in "$BIN"/vulkan-validationlayers*.deb; do
   [ -e "$f" ] || continue
   dpkg -x "$f" / && ldconfig
-  (cd "$BIN" && timeout 60 ./vulkan_spirv > "$OUT/spirv-layer.txt" 2>&1; echo "vulkan_spirv (layer) rc=$?" >> "$OUT/spirv-layer.txt")
-  grep -E "rc=|Status|VUID" "$OUT/spirv-layer.txt" | head -8
-  KFORGE_VK_VALIDATION=1 timeout 120 "$BIN"/vk_bench --coopmat2 --smoke > "$OUT/coopmat2-layer.txt" 2>&1
-  echo "vk_bench --coopmat2 --smoke (layer) rc=$?" >> "$OUT/coopmat2-layer.txt"
-  grep -c "validation" "$OUT/coopmat2-layer.txt"; grep -m3 "validation" "$OUT/coopmat2-layer.txt" | cut -c1-400
-  grep -E "WRONG|rc=" "$OUT/coopmat2-layer.txt"
+  run_tests "$OUT/tests-layer.txt" vulkan_gemm:300 vulkan_suite:120 vulkan_ops:200
+  grep -m5 "validation" "$OUT/tests-layer.txt" | cut -c1-300
 done

@@ -107,8 +107,9 @@ struct gemm_problem {
     b.upload(make_view(hb, {k, n}));
     bias.upload(make_view(hbias, {n}));
   }
-  // Max over 64 sampled outputs of |c - ref| / sum|a||b| (ref in double, with bias+gelu_tanh if asked).
-  double check(bool bias_gelu) const {
+  // Max over 64 sampled outputs of |c - ref| / sum|a||b| (ref in double, with bias+gelu_tanh if asked);
+  // b_kmajor: B's buffer holds [N, K] (C = A·Bᵀ of that buffer).
+  double check(bool bias_gelu, bool b_kmajor = false) const {
     const auto hc = c.to_vector();
     std::mt19937 g(7);
     double worst = 0;
@@ -116,7 +117,7 @@ struct gemm_problem {
       const index_t i = static_cast<index_t>(g() % static_cast<unsigned>(m)), j = static_cast<index_t>(g() % static_cast<unsigned>(n));
       double ref = 0, mag = 0;
       for (index_t p = 0; p < k; ++p) {
-        const double x = static_cast<float>(ha[i * k + p]), y = static_cast<float>(hb[p * n + j]);
+        const double x = static_cast<float>(ha[i * k + p]), y = static_cast<float>(b_kmajor ? hb[j * k + p] : hb[p * n + j]);
         ref += x * y, mag += std::fabs(x * y);
       }
       if (bias_gelu) {
@@ -370,9 +371,24 @@ void coopmat2_sweep(bool smoke) {
   for (const auto& sh : shapes) {
     gemm_problem<half> p(ctx, sh.m, sh.n, sh.k);
     const double flop = 2.0 * sh.m * sh.n * sh.k;
+    // The tiles of the default's list and their neighbours (each pipeline is built once per context,
+    // then reused by the next shapes), split along K where the grid is thin.
     std::vector<vulkan::gemm_config> cands;
-    for (const auto& c : vulkan::gemm_configs(d, dtype::f16))
-      if (c.kernel == vulkan::gemm_kernel::coopmat2 && (c.splits == 1 || sh.m <= 512)) cands.push_back(c);
+    using vulkan::gemm_kernel;
+    for (const vulkan::gemm_config& c : {vulkan::gemm_config{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 128, 128, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 256, 128, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 64, 64, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1}})
+      for (std::uint32_t s : {1u, 2u, 4u, 8u}) {
+        vulkan::gemm_config x = c;
+        x.splits = s;
+        const std::uint64_t tiles = ((static_cast<std::uint64_t>(sh.m) + c.bm - 1) / c.bm) * ((static_cast<std::uint64_t>(sh.n) + c.bn - 1) / c.bn);
+        if (s > 1 && tiles * s > 1024) break;
+        if (vulkan::gemm_config_check(d, dtype::f16, x).empty()) cands.push_back(x);
+      }
     const auto dflt = vulkan::gemm_default_config(d, dtype::f16, static_cast<std::uint64_t>(sh.m),
                                                   static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
     cands.insert(cands.begin(), dflt);
@@ -426,18 +442,20 @@ void coopmat2_variants() {
   struct tile {
     std::uint32_t bm, bn, bk, wg;
   };
-  for (const tile t : {tile{128, 128, 32, 128}, tile{128, 256, 32, 256}, tile{128, 128, 64, 256}, tile{128, 128, 32, 256},
-                       tile{256, 128, 32, 256}, tile{128, 256, 64, 256}})
-    for (int fast : {0, 1})
-      for (std::uint32_t u : {1u, 2u, 4u, 8u}) {
-        if (!fast && u == 8) continue;
+  // The fast path at the defaults' tiles and unrolling, with the experiments' options: A and B
+  // through uvec4 pointers, and B stored [N, K] (read through a transposing view).
+  for (const tile t : {tile{128, 256, 32, 256}, tile{128, 128, 32, 128}, tile{128, 128, 64, 256}})
+    for (int opt = 0; opt < 4; ++opt)
+      for (std::uint32_t u : {t.wg == 256 ? 4u : 2u}) {
+        const int fast = 1;
         vulkan::spirv::gemm_coopmat2_spec spec;
-        spec.unroll = u, spec.fast_path = fast != 0;
+        spec.unroll = u, spec.fast_path = true, spec.vec_pointers = opt & 1, spec.b_kmajor = (opt & 2) != 0;
         vulkan::shader_variant v;
         v.name = spec.name();
         v.spirv = vulkan::spirv::gemm_coopmat2(spec);
         char label[128];
-        std::snprintf(label, sizeof label, "%ux%ux%u/%u %s unroll %u", t.bm, t.bn, t.bk, t.wg, fast ? "fast" : "clamped", u);
+        std::snprintf(label, sizeof label, "%ux%ux%u/%u %s unroll %u%s%s", t.bm, t.bn, t.bk, t.wg, fast ? "fast" : "clamped", u,
+                      spec.vec_pointers ? " uvec4" : "", spec.b_kmajor ? " B[N,K]" : "");
         try {
           const auto& pl = ctx.get_pipeline(v, {4, 24, {0, 1, 2, 3, 4}}, {t.wg, t.bm, t.bn, t.bk, 8});
           struct {
@@ -448,7 +466,7 @@ void coopmat2_variants() {
             s.dispatch(pl, {{p.a.ref()}, {p.b.ref()}, {p.a.ref()}, {p.c.ref(), true}}, &pc, sizeof pc,
                        {static_cast<std::uint32_t>(n / t.bn), static_cast<std::uint32_t>(n / t.bm), 1}, "cm2");
           }, 10, 1, 0.3);
-          const double err = p.check(false);
+          const double err = p.check(false, spec.b_kmajor);
           std::printf("VARIANT %-44s %8.4f ms %8.2f TFLOP/s %s%s%s\n", label, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12,
                       err <= 2e-3 ? "ok" : "WRONG", pl.statistics.empty() ? "" : "\n  stats: ", pl.statistics.c_str());
         } catch (const std::exception& e) {

@@ -243,8 +243,11 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
   const bool gemv_ok = vulkan::gemm_config_check(d, dtype::f32, vulkan::gemv_default_config(dtype::f32, 1, 4096, 4096)).empty();
   for (const dtype dt : {dtype::f32, dtype::f16}) {
     CAPTURE(to_string(dt));
-    const bool coop = dt == dtype::f16 && vulkan::coopmat_f16_available(d);
-    const gemm_kernel tile = coop ? gemm_kernel::coopmat_f16 : gemm_kernel::tiled;
+    // f16 tiles run on cooperative matrices: workgroup-scope (coopmat2) where the device has them,
+    // else the NV subgroup-scope kernel.
+    const bool coop2 = vulkan::coopmat2_available(d, dt);
+    const bool coop = coop2 || (dt == dtype::f16 && vulkan::coopmat_f16_available(d));
+    const gemm_kernel tile = coop2 ? gemm_kernel::coopmat2 : coop ? gemm_kernel::coopmat_f16 : gemm_kernel::tiled;
     // Decode: gemv up to 8 rows (4 where f16 runs on cooperative matrices),
     // rows per workgroup the next power of two, K split to fill the device.
     const std::uint64_t last_gemv = coop ? 4 : 8;
@@ -281,7 +284,7 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
     CHECK(full.splits == 1);
     CHECK(full.bm == 128);
     CHECK(K0::gemm(d, dt, 4096, 11008, 4096).splits == 1);
-    CHECK(K0::gemm(d, dt, 4096, 11008, 4096).bn == 128);
+    CHECK(K0::gemm(d, dt, 4096, 11008, 4096).bn == (coop2 ? 256u : 128u));  // coopmat2's wide tile on full grids
   }
   // f32 register tiles: 8×8 per invocation on a full grid.
   CHECK(K0::gemm(d, dtype::f32, 4096, 4096, 4096).tm * K0::gemm(d, dtype::f32, 4096, 4096, 4096).tn == 64);
@@ -293,9 +296,11 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
   CHECK(K2::gemm(d, dtype::f32, 64, 64, 64).kernel == gemm_kernel::generic);
   using Koff = vulkan::knobs<policy::coopmat<false>>;
   CHECK(Koff::gemm(d, dtype::f16, 4096, 4096, 4096).kernel != gemm_kernel::coopmat_f16);
+  CHECK(Koff::gemm(d, dtype::f16, 4096, 4096, 4096).kernel != gemm_kernel::coopmat2);
   if (vulkan::coopmat_f16_available(d)) {
     using Kon = vulkan::knobs<policy::coopmat<true>>;
-    CHECK(Kon::gemm(d, dtype::f16, 1, 4096, 4096).kernel == gemm_kernel::coopmat_f16);  // decode on tensor cores too
+    const auto dec = Kon::gemm(d, dtype::f16, 1, 4096, 4096).kernel;  // decode on tensor cores too
+    CHECK((dec == gemm_kernel::coopmat_f16 || dec == gemm_kernel::coopmat2));
   } else {
     using Kon = vulkan::knobs<policy::coopmat<true>>;
     CHECK_THROWS_AS(Kon::gemm(d, dtype::f16, 64, 64, 64), unsupported_error);

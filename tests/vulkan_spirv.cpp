@@ -129,6 +129,11 @@ std::vector<sp::gemm_coopmat2_spec> all_variants() {
   std::vector<sp::gemm_coopmat2_spec> v;
   for (bool bf16 : {false, true}) {
     v.push_back({bf16, false, fn::identity, false, true});
+    sp::gemm_coopmat2_spec e{bf16, true, fn::relu, true, false};  // the experiments' options
+    e.vec_pointers = true, e.b_kmajor = true, e.unroll = 2;
+    v.push_back(e);
+    e.fast_path = false, e.vec_pointers = false;
+    v.push_back(e);
     for (bool bias : {false, true})
       for (bool read_c : {false, true})
         for (fn act : {fn::identity, fn::relu, fn::leaky_relu, fn::gelu_tanh, fn::gelu_erf, fn::silu})
@@ -290,6 +295,15 @@ TEST_CASE("coopmat2 configs: checked against the device's workgroup-scope shapes
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 512, 4096, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(vulkan::gemm_default_config(h100, dtype::bf16, 4096, 11008, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 1, 4096, 4096).kernel == gemm_kernel::gemv);
+  // The coopmat2 rule (measured on the H100): the wide tile on full grids, smaller tiles unsplit
+  // where they reach 128 tiles, K splits only for thin grids.
+  auto cfg = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) { return vulkan::gemm_default_config(h100, dtype::f16, m, n, k); };
+  CHECK((cfg(4096, 4096, 4096).bn == 256 && cfg(4096, 4096, 4096).wg() == 256 && cfg(4096, 4096, 4096).splits == 1));
+  CHECK((cfg(512, 14336, 4096).bn == 256 && cfg(512, 14336, 4096).splits == 1));
+  CHECK((cfg(512, 4096, 4096).bm == 128 && cfg(512, 4096, 4096).bn == 128 && cfg(512, 4096, 4096).splits == 1));
+  CHECK((cfg(64, 4096, 4096).bm == 64 && cfg(64, 4096, 4096).splits == 8));
+  CHECK((cfg(16, 4096, 4096).bm == 32 && cfg(16, 4096, 4096).splits > 1));
+  CHECK(cfg(100, 33, 257).kernel == gemm_kernel::coopmat2);  // any shape: the kernel handles every edge
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 512, 4096, 4096, false).kernel != gemm_kernel::coopmat2);
   vulkan::device_info plain = h100;
   plain.nv_cooperative_matrix2 = false;

@@ -73,21 +73,23 @@ struct knobs {
   static constexpr bool gemm_tile_given = policy::detail::count_knob<policy::tile_key, K...> +
                                               policy::detail::count_knob<policy::thread_tile_key, K...> > 0;
   using coopmat = policy::knob_t<policy::coopmat_key, detail::coopmat_auto, K...>;
-  /// -1: automatic (f16 data on a device with NV cooperative matrices), 0: never, 1: required.
+  /// -1: automatic (f16/bf16 data on a device with cooperative matrices for it), 0: never, 1: required.
   static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
 
   /// The gemm config for an m×n×k problem of element type dt on device d.
   static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-    if (coopmat_mode == 1 && (dt != dtype::f16 || !coopmat_f16_available(d)))
-      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
-                              std::string(dt != dtype::f16 ? "the data is not f16"
-                                                           : "device '" + d.name + "' has no 16x16x16 f16 NV cooperative matrices"));
-    if (coopmat_mode != 0 && dt == dtype::f16 && coopmat_f16_available(d)) {
+    // Cooperative matrices for dt: workgroup-scope (f16, bf16) or the NV subgroup-scope kernel (f16).
+    const bool coop = coopmat2_available(d, dt) || (dt == dtype::f16 && coopmat_f16_available(d));
+    if (coopmat_mode == 1 && !coop)
+      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but device '" + d.name +
+                              "' has none for " + std::string(to_string(dt)) + " data");
+    if (coopmat_mode != 0 && coop) {
       // coopmat<true> keeps decode shapes on the tensor cores too.
       const gemm_config c = coopmat_mode == 1 ? gemm_tile_default_config(d, dt, m, n, k, true)
                                               : gemm_default_config(d, dt, m, n, k, true);
       if (!gemm_tile_given) return c;
-      gemm_config t = c.kernel == gemm_kernel::coopmat_f16 ? c : gemm_tile_default_config(d, dt, m, n, k, true);
+      const bool tensor = c.kernel == gemm_kernel::coopmat_f16 || c.kernel == gemm_kernel::coopmat2;
+      gemm_config t = tensor ? c : gemm_tile_default_config(d, dt, m, n, k, true);
       t.bm = tile::m, t.bn = tile::n, t.bk = tile::k, t.splits = 1;
       return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
     }

@@ -302,6 +302,39 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   return c;
 }
 
+/// The untuned coopmat2 config for an m×n×k gemm (vk_bench --coopmat2 on the H100,
+/// docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 over 256 invocations, 4 K steps per loop
+/// iteration, where its grid has >= 192 tiles (4096³ 303 TFLOP/s, 8192³ 326, 512×14336×4096 264);
+/// else the first of 128×128×32/256, 64×128×32/128 and 32×128×32/128 (at most the next power of two
+/// >= M tall) whose grid has 128 tiles, unsplit (512×4096×4096: 128×128 187 TFLOP/s, any split of
+/// any tile 39–84: the split's partial sums cost more than the thin grid); else the first of those
+/// split along K to 256 workgroups at least 512 deep (64×4096×4096: 64×128 split 8 52 TFLOP/s, the
+/// NV subgroup-scope kernel 50); else the smallest tile, split as far as K allows.
+inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
+                                           std::uint64_t k) {
+  static constexpr gemm_config wide{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1};
+  static constexpr std::array<gemm_config, 3> order{{
+      {gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+      {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+      {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1},
+  }};
+  auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
+  auto ok = [&](const gemm_config& c) { return gemm_config_check(d, dt, c).empty(); };
+  const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
+  if (tiles(wide) >= 192 && ok(wide)) return wide;
+  for (const auto& c : order)
+    if (c.bm <= max_bm && tiles(c) >= 128 && ok(c)) return c;
+  for (const auto& c0 : order) {
+    if (c0.bm > max_bm || !ok(c0)) continue;
+    gemm_config c = c0;
+    c.splits = detail::splits_to_fill(tiles(c), k, 256, 512);
+    if (tiles(c) * c.splits >= 256) return c;
+  }
+  gemm_config c = order.back();
+  c.splits = detail::splits_to_fill(tiles(c), k, 256, 512);
+  return c;
+}
+
 /// The untuned choice among the tile kernels (tiled; coopmat_f16 for f16
 /// where allowed and available) for an m×n×k gemm.
 inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
@@ -319,26 +352,18 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
       {gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, 1},
       {gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 1},
   }};
-  // coopmat2 (workgroup-scope matrices; vk_bench --coopmat2-variants, 4096³ f16 on the H100,
-  // docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 with 256 invocations and 4 K steps per loop
-  // iteration ran at 312 TFLOP/s, 128×128×32 with 128 invocations at 277 (unroll 2); every
-  // 256-invocation tile of 128×128 was slower (190–203), and bounds-checked loads halve the rate
-  // (edge tiles only: the kernel's fast path).
-  static constexpr std::array<gemm_config, 4> coop2{{
-      {gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1},
-      {gemm_kernel::coopmat2, 128, 128, 32, 2, 0, 4, 0, 8, 1},
-      {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
-      {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1},
-  }};
   static constexpr std::array<gemm_config, 4> vec{{
       {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},
       {gemm_kernel::tiled, 128, 64, 8, 8, 4, 8, 2, 8, 1},
       {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
       {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
   }};
-  const bool use_coop2 = allow_coopmat && coopmat2_available(d, dt);
-  const bool use_coop = use_coop2 || (allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d));
-  const auto& order = use_coop2 ? coop2 : use_coop ? coop : vec;
+  if (allow_coopmat && coopmat2_available(d, dt)) {
+    const gemm_config c = coopmat2_default_config(d, dt, m, n, k);
+    if (gemm_config_check(d, dt, c).empty()) return c;
+  }
+  const bool use_coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
+  const auto& order = use_coop ? coop : vec;
   const tile_fill& f = use_coop ? coopmat_fill : tiled_fill;
   // A 128-row tile for 17 rows would multiply 7 zero rows for each real one.
   const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));

@@ -52,9 +52,14 @@ struct gemm_coopmat2_spec {
   bool split = false;   ///< write raw f32 partial sums of a K split (binding 3), no epilogue
   word unroll = 4;      ///< K steps per iteration of the main loop
   bool fast_path = true;  ///< inner tiles with aligned rows skip the bounds checks (see the kernel)
+  // Experiments (vk_bench --coopmat2-variants; not in gemm_config): A and B bound as arrays of uvec4
+  // (16-byte elements; the layouts stay in f16 elements), and B stored [N, K] (K contiguous, as
+  // PyTorch's Linear weights), read through a transposing tensor view.
+  bool vec_pointers = false;
+  bool b_kmajor = false;
   std::string name() const {
     std::string s = std::string("gemm_coopmat2_") + (bf16 ? "bf16" : "f16") + "_u" + std::to_string(unroll) +
-                    (fast_path ? "" : "_clamped");
+                    (fast_path ? "" : "_clamped") + (vec_pointers ? "_vec" : "") + (b_kmajor ? "_bt" : "");
     if (split) return s + "_split";
     if (bias) s += "_bias";
     if (act != fn::identity) s += "_" + std::string(to_string(act));
@@ -153,7 +158,11 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     mb.decorate(var, decoration::binding, {binding});
     return var;
   };
-  const id buf_a = buffer(0, t16, 2, true), buf_b = buffer(1, t16, 2, true), buf_bias = buffer(2, t16, 2, true);
+  const id v4u = mb.type_vector(mb.type_uint(), 4);
+  const id ab_t = v.vec_pointers ? v4u : t16;
+  const word ab_stride = v.vec_pointers ? 16 : 2;
+  const id buf_a = buffer(0, ab_t, ab_stride, true), buf_b = buffer(1, ab_t, ab_stride, true),
+           buf_bias = buffer(2, t16, 2, true);
   const id buf_c = v.split ? buffer(3, f32, 4, false) : buffer(3, t16, 2, false);
   const id push_t = mb.type_struct({u32, u32, u32, f32, f32, f32});
   mb.decorate(push_t, decoration::block);
@@ -245,7 +254,11 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   auto slice_of = [&](id lt, id l, id o0, id s0, id o1, id s1) {
     return mb.inst(op::tensor_layout_slice_nv, lt, {l, o0, s0, o1, s1});
   };
-  const id pa = mb.access(ptr_sb16, buf_a, {zero, zero}), pb = mb.access(ptr_sb16, buf_b, {zero, zero});
+  const id ptr_ab = mb.type_pointer(storage::storage_buffer, ab_t);
+  const id pa = mb.access(ptr_ab, buf_a, {zero, zero}), pb = mb.access(ptr_ab, buf_b, {zero, zero});
+  // B [N, K] read as K×N through a view that swaps the two coordinates.
+  const id view_t = mb.type_tensor_view(mb.const_uint(2), mb.const_bool(false), {one, zero});
+  const id bt_view = v.b_kmajor ? mb.inst(op::create_tensor_view_nv, view_t, {}) : 0;
   const id b_t = mb.type_bool();
   const id fast_t = mb.type_tensor_layout(mb.const_uint(2), mb.const_uint(clamp_undefined));
   const id mask = mb.const_uint(~7u);
@@ -259,15 +272,20 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     mb.store(acc_var, zero_acc);
     auto step = [&](id lt, id la, id lb, id kk) {
       const id a = mb.inst(op::cooperative_matrix_load_tensor_nv, mat_a, {pa, zero_a, slice_of(lt, la, m0, bm, kk, bk), 0, 0});
-      const id b = mb.inst(op::cooperative_matrix_load_tensor_nv, mat_b, {pb, zero_b, slice_of(lt, lb, kk, bk, n0, bn), 0, 0});
+      const id b = v.b_kmajor ? mb.inst(op::cooperative_matrix_load_tensor_nv, mat_b,
+                                        {pb, zero_b, slice_of(lt, lb, n0, bn, kk, bk), 0, 1, bt_view})
+                              : mb.inst(op::cooperative_matrix_load_tensor_nv, mat_b,
+                                        {pb, zero_b, slice_of(lt, lb, kk, bk, n0, bn), 0, 0});
       mb.store(acc_var, mb.inst(op::cooperative_matrix_mul_add_khr, acc_t, {a, b, mb.load(acc_t, acc_var)}));
     };
-    const id layout_a = layout(m, k_end, k), layout_b = layout(k_end, n, n);
+    const id layout_a = layout(m, k_end, k), layout_b = v.b_kmajor ? layout(n, k_end, k) : layout(k_end, n, n);
     id from = k_first;
     if (fast || v.unroll > 1) {
       const id lt = fast ? fast_t : layout_t;
       const id la = fast ? layout_of(fast_t, m, k_end, ui(op::bitwise_and, k, mask)) : layout_a;
-      const id lb = fast ? layout_of(fast_t, k_end, n, ui(op::bitwise_and, n, mask)) : layout_b;
+      const id lb = !fast ? layout_b
+                    : v.b_kmajor ? layout_of(fast_t, n, k_end, ui(op::bitwise_and, k, mask))
+                                 : layout_of(fast_t, k_end, n, ui(op::bitwise_and, n, mask));
       const id span = ui(op::i_mul, bk, mb.const_uint(v.unroll));
       const id iters = ui(op::u_div, ui(op::i_sub, k_end, k_first), span);
       const id ivar = mb.local(u32);
