@@ -5,7 +5,8 @@
 // Tiling, per (batch, KV head): Kᵀ (D × L) and V (L × Dv) are packed once into
 // the gemm micro-kernel's NR-column panels and serve the H / Hkv query heads
 // that share them (grouped-query attention; either layout, through strides). Queries are processed in blocks
-// of BR = 4·MR rows (Q block packed as MR-row panels); keys in blocks of
+// of BR = 4·MR rows (Q block packed as MR-row panels; a shorter last block,
+// e.g. decode's one row, only as many MR panels as it has rows); keys in blocks of
 // BC = 4·NR columns. For each key block the micro-kernel computes the BR×BC
 // scores (times scale) into an L1-resident tile, masked columns (causal, or
 // past L) are set to -inf, each row updates its running max m and sum l
@@ -71,7 +72,9 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
     const index_t first_item = task / groups * nblk_q;
     for (index_t it = first_item + q0; it < first_item + q1; ++it) {
       const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H, bhk = b * (H / G) + h / G;
-      const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0);
+      // brp: the block's rows rounded up to whole MR panels; a short block
+      // (decode: one query row) computes those panels only, not all of BR.
+      const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0), brp = (br + MR - 1) / MR * MR;
       const tensor_view<T> o = g.head(g.o, b, h);
       if (L == 0) {
         for (index_t i = 0; i < br; ++i)
@@ -105,7 +108,7 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
         const index_t bc = std::min<index_t>(BC, L - j0), bcpad = (bc + NR - 1) / NR * NR;
         // Scores: sc[BR × BC] = scale · Q_blk · Kᵀ_blk.
         for (index_t jr = 0; jr < bcpad; jr += NR)
-          for (index_t ir = 0; ir < BR; ir += MR)
+          for (index_t ir = 0; ir < brp; ir += MR)
             microkernel<S, MR, NV>(D, qp + ir * D, kp + (j0 + jr) * D, sc + ir * BC + jr, BC, g.scale, 0.0f, nullptr,
                                    nullptr, false);
         // Online softmax per row; p is written row-major into sc.
@@ -159,13 +162,13 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
           }
           continue;
         }
-        for (index_t i = br; i < BR; ++i)
+        for (index_t i = br; i < brp; ++i)
           for (index_t j = 0; j < bcpad; ++j) sc[i * BC + j] = 0.0f;
         // acc += P · V_blk  (P packed as MR-row panels of depth bc).
-        pack_a<MR>(matrix_source<float>{sc, BC, 1}, 0, BR, 0, bc, pp);
+        pack_a<MR>(matrix_source<float>{sc, BC, 1}, 0, brp, 0, bc, pp);
         const float* vb = vp + kb * BC * dvpad;
         for (index_t jr = 0; jr < dvpad; jr += NR)
-          for (index_t ir = 0; ir < BR; ir += MR)
+          for (index_t ir = 0; ir < brp; ir += MR)
             microkernel<S, MR, NV>(bc, pp + ir * bc, vb + jr * bc, acc + ir * dvpad + jr, dvpad, 1.0f, 1.0f, nullptr,
                                    nullptr, false);
       }
