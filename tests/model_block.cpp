@@ -6,6 +6,9 @@
 #include <doctest/doctest.h>
 
 #include <kforge/model.hpp>
+#if defined(KFORGE_HAS_TUNE)
+#include <kforge/tune.hpp>
+#endif
 
 #include "model_checks.hpp"
 
@@ -24,6 +27,13 @@ TEST_CASE_TEMPLATE("model tiny verified stage by stage against the reference on 
   mc::check_verify_host<P, half>(model::preset("tiny"));
   mc::check_verify_host<P, bfloat16>(model::preset("tiny"));
 }
+
+#if defined(KFORGE_HAS_TUNE)
+TEST_CASE("model tiny under policy::autotune: its gemms from the tuning cache (or the default), the other ops on threaded<>") {
+  mc::check_verify_host<policy::autotune, float>(model::preset("tiny"));
+  mc::check_verify_host<policy::autotune, half>(model::preset("tiny"));
+}
+#endif
 
 TEST_CASE("model: a GPT-2-style block (LayerNorm, biases, GELU MLP, learned positions, tied head) verifies") {
   model::config c = model::preset("gpt2-small");

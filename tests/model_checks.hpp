@@ -124,7 +124,7 @@ template <class P, class T>
 void check_verify_host(const model::config& c, index_t prefill = 7, index_t decode = 3) {
   const auto w = model::random_weights<T>(c);
   model::host_session<T, P> s(c, w, prefill + decode);
-  check_passed(model::verify<T, P>(c, w, s, prefill, decode, P::name()), c, prefill, decode);
+  check_passed(model::verify<T>(c, w, s, prefill, decode, P::name()), c, prefill, decode);
 }
 
 /// policy::blocked<> for every op, but op::gated's output is off by 0.05 in
@@ -158,7 +158,7 @@ void check_wrong_op_named() {
   const model::config c = model::preset("tiny");
   const auto w = model::random_weights<T>(c);
   model::host_session<T, wrong_gated> s(c, w, 10);
-  const model::verification v = model::verify<T, wrong_gated>(c, w, s, 7, 3, "wrong_gated");
+  const model::verification v = model::verify<T>(c, w, s, 7, 3, "wrong_gated");
   CHECK_FALSE(v.passed);
   INFO(model::failure_lines(v));
   CHECK(contains(v.first_failure, "stage gated (layer 0), prefill on wrong_gated"));

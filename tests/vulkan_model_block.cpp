@@ -3,6 +3,9 @@
 // the Eigen reference in f32, f16 and bf16 (held as f32 on the device), each
 // step one submission with per-stage GPU times, and typed errors.
 #include <kforge/model/vulkan.hpp>
+#if defined(KFORGE_HAS_TUNE)
+#include <kforge/tune.hpp>
+#endif
 
 #include "model_checks.hpp"
 #include "vulkan_common.hpp"
@@ -11,11 +14,11 @@ using namespace kforge;
 namespace mc = model_checks;
 
 namespace {
-template <class T>
+template <class T, class P = policy::vulkan<>>
 void verify_on_vulkan(vulkan::context& ctx, const model::config& c, index_t prefill = 7, index_t decode = 3) {
   const auto w = model::random_weights<T>(c);
-  model::vulkan_session<T> s(ctx, c, w, prefill + decode);
-  const model::verification v = model::verify<T, policy::vulkan<>>(c, w, s, prefill, decode, "vulkan");
+  model::vulkan_session<T, P> s(ctx, c, w, prefill + decode);
+  const model::verification v = model::verify<T>(c, w, s, prefill, decode, P::name());
   mc::check_passed(v, c, prefill, decode);
   for (const auto& st : v.stages)
     if (st.s == model::stage::q_proj || st.s == model::stage::attention) CHECK(!st.knobs.empty());
@@ -30,6 +33,14 @@ TEST_CASE("vulkan model: tiny verified stage by stage against the reference (f32
   verify_on_vulkan<bfloat16>(*ctx, c);
   KFT_NO_VALIDATION_MESSAGES();
 }
+
+#if defined(KFORGE_HAS_TUNE)
+TEST_CASE("vulkan model under policy::autotune: its gemms recorded with the device's tuned (or default) config") {
+  KFT_NEED_DEVICE();
+  verify_on_vulkan<float, policy::autotune>(*ctx, model::preset("tiny"));
+  KFT_NO_VALIDATION_MESSAGES();
+}
+#endif
 
 TEST_CASE("vulkan model: a GPT-2-style block verifies") {
   KFT_NEED_DEVICE();

@@ -95,6 +95,17 @@ struct host_executor {
   }
 };
 
+/// How a host session's candidate runs one op in isolation: kforge::run on
+/// the views (host_session::isolated(),
+/// model::verify's isolated check).
+template <class Policy, class Fallback = policy::threaded<>>
+struct host_isolated {
+  template <class Op, class... V>
+  void operator()(const Op& op, const V&... v) const {
+    run<op_policy_t<Policy, Op, Fallback>>(op, v...);
+  }
+};
+
 /// Throws config_error unless a step of t tokens can follow `pos` cached
 /// ones in a cache of `rows` (see block.hpp on prefill after decode).
 inline void check_step(const config& c, index_t pos, index_t t, index_t rows) {
@@ -203,6 +214,8 @@ class host_session {
     m_.step(x, logits, ex);
   }
   void reset() { m_.reset(); }
+  /// Runs one op as this session does (model::verify's isolated check).
+  auto isolated() const { return host_isolated<Policy>{}; }
   index_t position() const { return m_.position(); }
   const config& cfg() const { return m_.cfg(); }
   /// Each op call of the last step, in order.

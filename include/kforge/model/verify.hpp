@@ -64,11 +64,13 @@ struct stage_check {
   case_result r;
 };
 
-/// The reference's executor: each op on policy::eigen, after the candidate
-/// policy's op on the same operands (checked in isolation, `checks`); the
+/// The reference's executor: each op on policy::eigen, after the
+/// candidate's op on the same operands — run by `iso(op, views...)`, the
+/// candidate session's isolated() — checked in isolation (`checks`); the
 /// reference's outputs go to `outputs`.
-template <class Cand, class T, class Fallback = policy::threaded<>>
+template <class Iso, class T>
 struct checking_executor {
+  Iso iso;
   std::vector<stage_check>* checks = nullptr;
   std::vector<stage_output>* outputs = nullptr;
   template <class Op, class... A>
@@ -86,7 +88,7 @@ struct checking_executor {
     host_buffer<T> cand(out.dims);
     std::copy(out.data, out.data + out.numel(), cand.data.begin());
     try {
-      run<op_policy_t<Cand, Op, Fallback>>(op, std::get<I>(all)..., cand.view());
+      iso(op, std::get<I>(all)..., cand.view());
     } catch (const std::exception& e) {
       chk.r.error = e.what();
     }
@@ -244,11 +246,12 @@ inline std::string failure_lines(const verification& v) {
 }
 
 /// Runs `prefill` random tokens then `decode` single-token steps on the
-/// reference (with the isolated checks of `Cand`) and on `cand` (a session
-/// whose step(x, logits, captures*) runs Cand: host_session, or
-/// vulkan_session from model/vulkan.hpp), and compares them stage by stage.
-/// `cand` is reset first. `candidate_name` names the policy and its knobs.
-template <class T, class Cand, class Session>
+/// reference and on `cand` (a session: step(x, logits, captures*), reset(),
+/// and isolated(), what runs one op on the reference's operands the way the
+/// session runs it — host_session, or vulkan_session from model/vulkan.hpp,
+/// whose ops run on device tensors), and compares them stage by stage. `cand`
+/// is reset first. `candidate_name` names the policy and its knobs.
+template <class T, class Session>
 verification verify(const config& c, const weights<host_buffer<T>>& w, Session& cand, index_t prefill, index_t decode,
                     const std::string& candidate_name, const verify_options& o = {}) {
   c.validate_run(prefill, decode, prefill + decode);
@@ -268,7 +271,7 @@ verification verify(const config& c, const weights<host_buffer<T>>& w, Session& 
     const host_buffer<T> x = embed_rows(c, w, step_ids, pos);
     std::vector<stage_check> checks;
     std::vector<stage_output> ref_out, cand_out;
-    checking_executor<Cand, T> ex{&checks, &ref_out};
+    checking_executor<decltype(cand.isolated()), T> ex{cand.isolated(), &checks, &ref_out};
     ref.step(x.view(), ref_logits.view(), ex);
     cand.step(x.view(), cand_logits.view(), &cand_out);
     detail::fold_step(step == 0 ? "prefill" : "decode", checks, ref_out, cand_out, o.growth, v.type, candidate_name, v.stages, index);

@@ -19,8 +19,11 @@
 // thread.
 #pragma once
 
+#include <bit>
 #include <chrono>
 #include <map>
+#include <tuple>
+#include <type_traits>
 #include <string>
 #include <vector>
 
@@ -131,6 +134,38 @@ struct device_executor {
   }
 };
 
+namespace detail {
+/// Op<T, R...> as Op<D, R...> (a bf16 call's descriptor for f32 device tensors).
+template <class Op, class D>
+struct rebind_op;
+template <template <class, class...> class O, class T, class... R, class D>
+struct rebind_op<O<T, R...>, D> {
+  using type = O<D, R...>;
+};
+}  // namespace detail
+
+/// How a vulkan_session runs one op in isolation (model::verify's isolated
+/// check), as its steps do: the operands uploaded as device tensors, the op
+/// recorded with the session's policy (vulkan::record) on a stream of its
+/// own, the output downloaded.
+template <class Policy, class D>
+struct device_isolated {
+  vulkan::context* ctx;
+  template <class Op, class... V>
+  void operator()(const Op& op, const V&... v) const {
+    using DOp = typename detail::rebind_op<Op, D>::type;
+    // Descriptors hold no T-dependent data (their members are parameters), so
+    // the bf16 call's descriptor is the f32 one's bit for bit.
+    static_assert(sizeof(DOp) == sizeof(Op) && std::is_trivially_copyable_v<Op>);
+    const DOp dop = std::bit_cast<DOp>(op);
+    auto ts = std::make_tuple(vulkan::device_tensor<D>::from_host(*ctx, v)...);
+    vulkan::stream s(*ctx);
+    std::apply([&](auto&... t) { vulkan::record<op_policy_t<Policy, DOp, policy::vulkan<>>>(s, dop, t...); }, ts);
+    s.run();
+    std::get<sizeof...(V) - 1>(ts).download(std::get<sizeof...(V) - 1>(std::tie(v...)));
+  }
+};
+
 /// The decoder on a Vulkan device (see the file's comment).
 template <class T, class Policy = policy::vulkan<>>
 class vulkan_session {
@@ -142,7 +177,13 @@ class vulkan_session {
       : ctx_(&ctx), c_(c), s_(ctx) {
     c_.validate();
     if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
-    w_ = convert_weights<buffer>(w, [&](const std::string&, const host_buffer<T>& b) {
+    w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) {
+      const std::uint64_t bytes = static_cast<std::uint64_t>(b.numel()) * sizeof(D);
+      if (bytes > ctx.info().max_storage_buffer_range)
+        throw unsupported_error("kforge::model: " + name + " " + b.dims.str() + " is " + std::to_string(bytes) + " bytes as " +
+                                std::string(to_string(dtype_of<D>())) + "; device '" + ctx.info().name + "' binds at most " +
+                                std::to_string(ctx.info().max_storage_buffer_range) +
+                                " bytes (maxStorageBufferRange): a smaller dtype or vocabulary, or another device");
       buffer d(ctx, b.dims);
       d.t.upload(b.view());
       return d;
@@ -196,6 +237,8 @@ class vulkan_session {
   index_t position() const { return pos_; }
   const config& cfg() const { return c_; }
   vulkan::context& ctx() const { return *ctx_; }
+  /// Runs one op on device tensors as this session's steps do (model::verify).
+  device_isolated<Policy, D> isolated() const { return {ctx_}; }
   /// Each op call of the last step and the GPU time of its dispatches.
   const std::vector<stage_time>& times() const { return times_; }
   /// The last step's stream: its dispatches, barriers and copies.
