@@ -188,6 +188,135 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
   thread_pool::instance().run_tasks(flops < 1e6 ? 1 : nthreads, heads * groups, body);
 }
 
+struct tag_attn_dec_part {};
+
+/// Attention for few query rows per KV head (decode: G·S <= 16 rows), the
+/// way flash-decoding does it: no packing of K or V (the flash path above
+/// packs Kᵀ and V per head — all L rows written and read again for one query
+/// row). A task takes one (batch, KV head) and a chunk of the keys; it reads
+/// each K and V row once, for all G·S rows that use it. Per block of W keys
+/// (W = the vector width) the rows' scores are one register each (the block
+/// of K transposed to [D][W] in L1, then D broadcast-FMAs per row); online
+/// softmax per row; P·V adds p · v_j to the rows' f32 accumulators, only for
+/// keys a row sees (a masked V row is never read: an Inf there stays out).
+/// Chunks of one (batch, KV head) write their (max, sum, accumulator) and
+/// are merged at the end. Bandwidth-bound: K and V are read once in all.
+template <class S, class T>
+void attention_decode(const attention_args<T>& g, int nthreads) {
+  constexpr int W = S::width;
+  const index_t G = g.group(), R = G * g.s, D = g.d, DV = g.dv, L = g.l, nbk = g.b * g.hkv;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  // Key chunks: enough tasks for the threads (4 per thread), but no chunk under 256 keys.
+  const double kv_bytes = static_cast<double>(nbk) * static_cast<double>(L) * static_cast<double>(D + DV) * sizeof(T);
+  const int threads = kv_bytes < 256.0 * 1024 ? 1 : nthreads;
+  const index_t nsplit = std::clamp<index_t>((4 * threads + nbk - 1) / nbk, 1, std::max<index_t>(1, L / 256));
+  const index_t chunk = (L + nsplit - 1) / nsplit;
+  const index_t stride = R * (DV + 2);  // one task's partials: acc [R][DV], then m [R], l [R]
+  float* part = scratch<tag_attn_dec_part>(static_cast<std::size_t>(nbk * nsplit * stride));
+  auto body = [&](std::int64_t task) {
+    const index_t bk = task / nsplit, sp = task % nsplit, b = bk / g.hkv, hk = bk % g.hkv;
+    const index_t j0 = sp * chunk, j1 = std::min(L, j0 + chunk);
+    float* acc = part + task * stride;
+    float* m = acc + R * DV;
+    float* l = m + R;
+    alignas(64) float q[16][256 + W];  // rows' queries, f32, times scale (D <= 256 here)
+    alignas(64) float kt[256 + W][W];  // a block of K, transposed
+    alignas(64) float p[16][W];
+    index_t vis[16];
+    for (index_t r = 0; r < R; ++r) {
+      const index_t h = hk * G + r / g.s, i = r % g.s;
+      const tensor_view<const T> qh = g.head(g.q, b, h);
+      for (index_t d = 0; d < D; ++d) q[r][d] = g.scale * to_f32(qh.data[i * qh.stride(0) + d * qh.stride(1)]);
+      vis[r] = std::min(j1, g.visible(i));  // keys [j0, vis) of this chunk
+      m[r] = ninf;
+      l[r] = 0.0f;
+      std::fill(acc + r * DV, acc + (r + 1) * DV, 0.0f);
+    }
+    const tensor_view<const T> kh = g.head(g.k, b, hk), vh = g.head(g.v, b, hk);
+    index_t jend = j0;
+    for (index_t r = 0; r < R; ++r) jend = std::max(jend, vis[r]);
+    for (index_t jb = j0; jb < jend; jb += W) {
+      const int nk = static_cast<int>(std::min<index_t>(W, jend - jb));
+      for (int j = 0; j < nk; ++j) {
+        const T* kr = kh.data + (jb + j) * kh.stride(0);
+        for (index_t d = 0; d < D; ++d) kt[d][j] = to_f32(kr[d]);
+      }
+      for (int j = nk; j < W; ++j)
+        for (index_t d = 0; d < D; ++d) kt[d][j] = 0.0f;
+      for (index_t r = 0; r < R; ++r) {
+        typename S::reg sc = S::zero();
+        for (index_t d = 0; d < D; ++d) sc = S::fmadd(S::set1(q[r][d]), S::load(kt[d]), sc);
+        S::store(p[r], sc);
+        const index_t seen = std::clamp<index_t>(vis[r] - jb, 0, nk);
+        float mx = m[r];
+        for (index_t j = 0; j < seen; ++j) mx = math::nan_max(mx, p[r][j]);
+        if (seen == 0) {
+          for (int j = 0; j < W; ++j) p[r][j] = 0.0f;
+          continue;
+        }
+        const float alpha = mx == m[r] ? 1.0f : vexp(m[r] - mx);
+        float sum = 0.0f;
+        for (int j = 0; j < W; ++j) {
+          const float e = vexp(p[r][j] - mx);
+          p[r][j] = j < seen ? e : 0.0f;
+          sum += p[r][j];
+        }
+        l[r] = l[r] * alpha + sum;
+        m[r] = mx;
+        if (alpha != 1.0f)
+          for (index_t c = 0; c < DV; ++c) acc[r * DV + c] *= alpha;
+      }
+      for (int j = 0; j < nk; ++j) {
+        const T* vr = vh.data + (jb + j) * vh.stride(0);
+        for (index_t r = 0; r < R; ++r) {
+          if (jb + j >= vis[r]) continue;  // a masked key: its V row is not used
+          const float pj = p[r][j];
+          float* ar = acc + r * DV;
+          index_t c = 0;
+          for (; c + W <= DV; c += W) S::store(ar + c, S::fmadd(S::set1(pj), load_b<S>(vr + c), S::load(ar + c)));
+          for (; c < DV; ++c) ar[c] += pj * to_f32(vr[c]);
+        }
+      }
+    }
+  };
+  thread_pool::instance().run_tasks(threads, nbk * nsplit, body);
+  // Merge the chunks of each (batch, KV head) row and write O.
+  for (index_t bk = 0; bk < nbk; ++bk) {
+    const index_t b = bk / g.hkv, hk = bk % g.hkv;
+    for (index_t r = 0; r < R; ++r) {
+      const index_t h = hk * G + r / g.s, i = r % g.s;
+      float mx = ninf;
+      for (index_t sp = 0; sp < nsplit; ++sp) {
+        const float* mt = part + (bk * nsplit + sp) * stride + R * DV;
+        if (mt[R + r] > 0.0f || mt[r] != mt[r]) mx = math::nan_max(mx, mt[r]);
+      }
+      float lsum = 0.0f;
+      alignas(64) float row[256 + W];
+      std::fill(row, row + DV, 0.0f);
+      for (index_t sp = 0; sp < nsplit; ++sp) {
+        const float* at = part + (bk * nsplit + sp) * stride;
+        const float mt = at[R * DV + r], lt = at[R * DV + R + r];
+        if (!(lt > 0.0f) && mt == mt) continue;  // a chunk this row sees no key of
+        const float w = vexp(mt - mx);
+        lsum += lt * w;
+        for (index_t c = 0; c < DV; ++c) row[c] += w * at[r * DV + c];
+      }
+      const float inv = 1.0f / lsum;
+      for (index_t c = 0; c < DV; ++c) row[c] *= inv;
+      const tensor_view<T> o = g.head(g.o, b, h);
+      store_row(row, DV, o.data + i * o.stride(0), o.stride(1));
+    }
+  }
+}
+
+/// Few query rows per KV head, contiguous head dims up to 256, some keys: the
+/// decode path above; everything else the flash path.
+template <class S, class T>
+bool attention_decode_applies(const attention_args<T>& g) {
+  return g.l > 0 && g.hkv > 0 && g.group() * g.s <= 16 && g.d <= 256 && g.dv <= 256 && g.k.stride(3) == 1 &&
+         g.v.stride(3) == 1 && g.b * g.h * g.s * g.dv > 0;
+}
+
 }  // namespace kforge::cpu::detail
 
 namespace kforge::detail {
@@ -196,7 +325,10 @@ template <class P, class T>
 struct impl<P, op::attention<T>> : attention_entry<impl<P, op::attention<T>>, op::attention<T>> {
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
     using C = cpu::detail::cpu_config<P>;
-    cpu::detail::attention_compute<typename C::simd, C::mr, C::nr / C::simd::width>(g, C::threads());
+    if (cpu::detail::attention_decode_applies<typename C::simd>(g))
+      cpu::detail::attention_decode<typename C::simd>(g, C::threads());
+    else
+      cpu::detail::attention_compute<typename C::simd, C::mr, C::nr / C::simd::width>(g, C::threads());
   }
 };
 }  // namespace kforge::detail
