@@ -190,15 +190,41 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
 
 struct tag_attn_dec_part {};
 
+/// The sum of a register's lanes.
+template <class S>
+KFORGE_CPU_INLINE float lane_sum(typename S::reg v) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<typename S::reg, __m512>) return _mm512_reduce_add_ps(v);
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<typename S::reg, __m256>) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+#endif
+  if constexpr (std::is_same_v<typename S::reg, float>) {
+    return v;
+  } else {
+    alignas(64) float t[S::width];
+    S::store(t, v);
+    float sum = 0.0f;
+    for (int i = 0; i < S::width; ++i) sum += t[i];
+    return sum;
+  }
+}
+
 /// Attention for few query rows per KV head (decode: G·S <= 16 rows), the
 /// way flash-decoding does it: no packing of K or V (the flash path above
 /// packs Kᵀ and V per head — all L rows written and read again for one query
 /// row). A task takes one (batch, KV head) and a chunk of the keys; it reads
 /// each K and V row once, for all G·S rows that use it. Per block of W keys
-/// (W = the vector width) the rows' scores are one register each (the block
-/// of K transposed to [D][W] in L1, then D broadcast-FMAs per row); online
-/// softmax per row; P·V adds p · v_j to the rows' f32 accumulators, only for
-/// keys a row sees (a masked V row is never read: an Inf there stays out).
+/// (W = the vector width): each row's score with each key is a dot product
+/// over D in registers and one sum of lanes (transposing the block to
+/// broadcast-FMA the rows instead costs D moves per key: 2.5x slower at one
+/// row per KV head); online softmax per row; P·V adds p · v_j to the rows' f32
+/// accumulators, only for keys a row sees (a masked V row is never read: an
+/// Inf there stays out).
 /// Chunks of one (batch, KV head) write their (max, sum, accumulator) and
 /// are merged at the end. Bandwidth-bound: K and V are read once in all.
 template <class S, class T>
@@ -220,8 +246,9 @@ void attention_decode(const attention_args<T>& g, int nthreads) {
     float* m = acc + R * DV;
     float* l = m + R;
     alignas(64) float q[16][256 + W];  // rows' queries, f32, times scale (D <= 256 here)
-    alignas(64) float kt[256 + W][W];  // a block of K, transposed
+    alignas(64) float kf[256 + W];     // a key row, f32
     alignas(64) float p[16][W];
+    const index_t dfull = D / W * W;
     index_t vis[16];
     for (index_t r = 0; r < R; ++r) {
       const index_t h = hk * G + r / g.s, i = r % g.s;
@@ -237,16 +264,21 @@ void attention_decode(const attention_args<T>& g, int nthreads) {
     for (index_t r = 0; r < R; ++r) jend = std::max(jend, vis[r]);
     for (index_t jb = j0; jb < jend; jb += W) {
       const int nk = static_cast<int>(std::min<index_t>(W, jend - jb));
+      for (index_t r = 0; r < R; ++r)
+        for (int j = nk; j < W; ++j) p[r][j] = 0.0f;
       for (int j = 0; j < nk; ++j) {
         const T* kr = kh.data + (jb + j) * kh.stride(0);
-        for (index_t d = 0; d < D; ++d) kt[d][j] = to_f32(kr[d]);
+        for (index_t d = 0; d < dfull; d += W) S::store(kf + d, load_b<S>(kr + d));
+        for (index_t d = dfull; d < D; ++d) kf[d] = to_f32(kr[d]);
+        for (index_t r = 0; r < R; ++r) {
+          typename S::reg sc = S::zero();
+          for (index_t d = 0; d < dfull; d += W) sc = S::fmadd(S::load(q[r] + d), S::load(kf + d), sc);
+          float dot = lane_sum<S>(sc);
+          for (index_t d = dfull; d < D; ++d) dot += q[r][d] * kf[d];
+          p[r][j] = dot;
+        }
       }
-      for (int j = nk; j < W; ++j)
-        for (index_t d = 0; d < D; ++d) kt[d][j] = 0.0f;
       for (index_t r = 0; r < R; ++r) {
-        typename S::reg sc = S::zero();
-        for (index_t d = 0; d < D; ++d) sc = S::fmadd(S::set1(q[r][d]), S::load(kt[d]), sc);
-        S::store(p[r], sc);
         const index_t seen = std::clamp<index_t>(vis[r] - jb, 0, nk);
         float mx = m[r];
         for (index_t j = 0; j < seen; ++j) mx = math::nan_max(mx, p[r][j]);
