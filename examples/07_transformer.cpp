@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,25 +26,20 @@ namespace {
 /// Prefill, then decode steps, each token being the argmax of the last
 /// logits (greedy decoding); prints tokens/s.
 template <class Session>
-void generate(const char* where, Session& s, const model::config& c, const model::weights<model::host_buffer<float>>& w,
-              index_t prefill, index_t decode) {
+void generate(const char* where, Session& s, const model::config& c, index_t prefill, index_t decode) {
   using clock = std::chrono::steady_clock;
   model::host_buffer<float> logits(shape{1, c.vocab});
   const auto prompt = model::random_tokens(c, prefill, 42);
   s.reset();
   auto t0 = clock::now();
-  s.step(model::embed_rows(c, w, prompt, 0).view(), logits.view());  // the whole prompt, one step
+  s.step_tokens(prompt, logits.view());  // the whole prompt, one step
   const double prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
   std::vector<index_t> out;
   double decode_s = 0;
   for (index_t i = 0; i < decode; ++i) {
-    index_t next = 0;
-    for (index_t v = 1; v < c.vocab; ++v)
-      if (logits.data[v] > logits.data[next]) next = v;
-    out.push_back(next);
-    const auto x = model::embed_rows(c, w, {next}, prefill + i);  // the next token's hidden state
+    out.push_back(model::argmax(tensor_view<const float>(logits.view())));
     t0 = clock::now();
-    s.step(x.view(), logits.view());
+    s.step_tokens(std::span<const index_t>(&out.back(), 1), logits.view());  // the next token, one step
     decode_s += std::chrono::duration<double>(clock::now() - t0).count();
   }
   std::printf("%-8s prefill %lld tokens: %8.1f tokens/s | decode %lld tokens: %7.1f tokens/s (%.3f ms/token) | tokens:",
@@ -67,12 +63,12 @@ int main(int argc, char** argv) try {
   const auto w = model::random_weights<float>(c);  // fixed seed: the same weights everywhere
 
   model::host_session<float, policy::threaded<>> cpu(c, w, prefill + decode);
-  generate("CPU", cpu, c, w, prefill, decode);
+  generate("CPU", cpu, c, prefill, decode);
 #if defined(KFORGE_HAS_VULKAN)
   try {
     vulkan::context ctx;
     model::vulkan_session<float> gpu(ctx, c, w, prefill + decode);
-    generate(ctx.info().name.c_str(), gpu, c, w, prefill, decode);
+    generate(ctx.info().name.c_str(), gpu, c, prefill, decode);
   } catch (const vulkan::no_device& e) {
     std::printf("Vulkan: no device (%s)\n", e.what());
   } catch (const unsupported_error& e) {

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -188,6 +189,15 @@ inline void check_session_errors() {
   s.step(x4.view(), logits.view());
   CHECK(s.position() == 4);
   CHECK(std::isfinite(static_cast<double>(logits.data[0])));
+  // step_tokens embeds on the host: the same logits as step() on embed_rows
+  model::host_buffer<float> again(shape{1, c.vocab});
+  s.reset();
+  const auto ids = model::random_tokens(c, 4, 5);
+  s.step_tokens(ids, again.view());
+  CHECK(again.data == logits.data);
+  CHECK_THROWS_AS(s.step_tokens(std::vector<index_t>{c.vocab}, again.view()), model::config_error);  // an id past the vocabulary
+  const std::vector<float> l{0.5f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 2.0f, -1.0f};
+  CHECK(model::argmax(tensor_view<const float>(l.data(), shape{5})) == 2);
 }
 
 }  // namespace model_checks

@@ -75,6 +75,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   w.field("block_weight_bytes", res.bytes.block * static_cast<double>(r.cfg.layers)).field("head_weight_bytes", res.bytes.head);
   w.field("decode_block_weight_gbps",
           res.decode_block_s > 0 ? res.bytes.block * static_cast<double>(r.cfg.layers) / res.decode_block_s / 1e9 : 0.0);
+  if (res.machine_Bps > 0) w.field("machine_copy_gbps", res.machine_Bps / 1e9).field("machine_copy_method", res.bandwidth_method);
   w.end_object();
   w.key("verification").begin_object().field("run", res.verified);
   if (res.verified) {
@@ -143,9 +144,15 @@ void print_text(const transformer_request& r, const transformer_result& res) {
     if (res.timing == "gpu") std::cout << " (GPU " << ms(res.decode_stage_s) << " ms/token)";
     std::cout << "\n";
     const double block = res.bytes.block * static_cast<double>(c.layers);
-    if (res.decode_block_s > 0)
+    if (res.decode_block_s > 0) {
+      const double gbps = block / res.decode_block_s / 1e9;
       std::cout << "decode:  the blocks read " << fmt("%.1f", block / 1e6) << " MB of weights per token in " << ms(res.decode_block_s)
-                << " ms = " << fmt("%.2f", block / res.decode_block_s / 1e9) << " GB/s\n";
+                << " ms = " << fmt("%.2f", gbps) << " GB/s";
+      if (res.machine_Bps > 0)
+        std::cout << " = " << fmt("%.2f", gbps * 1e9 / res.machine_Bps) << " x this machine's copy bandwidth, "
+                  << fmt("%.2f", res.machine_Bps / 1e9) << " GB/s (" << res.bandwidth_method << ")";
+      std::cout << "\n";
+    }
   }
   if (res.verified) {
     if (res.v.passed) std::cout << "verification: PASSED (every stage, isolated and end to end)\n";
@@ -293,6 +300,7 @@ int cmd_transformer(const args& a) {
   r.policy = a.get("policy").value_or("threaded");
   r.warm_s = r.policy == "vulkan" ? 0.25 : 0.0;
   r.verify = !a.has("no-verify");
+  r.remeasure_bandwidth = a.has("remeasure-roofline");
   if (r.policy != "vulkan" && r.policy != "eigen" && r.policy != "blocked" && r.policy != "threaded" && r.policy != "autotune" &&
       r.policy != "auto")
     throw usage_error("unknown policy '" + r.policy + "' for transformer (eigen, blocked, threaded, autotune, vulkan)");

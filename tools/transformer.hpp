@@ -22,6 +22,7 @@ struct transformer_request {
   std::string policy = "threaded";
   int reps = 3;
   bool verify = true;
+  bool remeasure_bandwidth = false;  ///< probe the machine's bandwidth again (CPU; --remeasure-roofline)
   /// The warm-up (a prefill and the decode steps) repeats until this many
   /// seconds have passed: a GPU idles at a low clock (docs/DESIGN.md).
   double warm_s = 0;
@@ -49,6 +50,8 @@ struct transformer_result {
   double decode_stage_s = 0;      ///< one decode step, sum of its ops' times (GPU time on Vulkan)
   double decode_block_s = 0;      ///< of which the blocks (layers): what streams the block weights
   model::weight_bytes bytes;      ///< weights, in the dtype as stored where the session runs
+  double machine_Bps = 0;         ///< the machine's copy bandwidth (kforge's roofline probe), 0 where not measured
+  std::string bandwidth_method;   ///< how and when it was measured
 };
 
 transformer_result run_transformer_cpu(const transformer_request& r);
@@ -56,15 +59,13 @@ transformer_result run_transformer_vulkan(const transformer_request& r);
 
 /// Runs the request's prefill and decode steps on a session (warm-up, then
 /// `reps` timed repetitions from an empty cache) and fills the result's
-/// times. Session: host_session or vulkan_session (step(x, logits), reset(),
-/// times()).
+/// times. Session: host_session or vulkan_session (step_tokens(ids, logits),
+/// reset(), times()). A step's time includes its embedding (host gather and,
+/// on Vulkan, upload: part of the step's stream).
 template <class T, class Session>
-void time_session(Session& s, const model::config& c, const model::weights<model::host_buffer<T>>& w,
-                  const transformer_request& r, transformer_result& out) {
+void time_session(Session& s, const model::config& c, const transformer_request& r, transformer_result& out) {
   const auto ids = model::random_tokens(c, r.prefill + r.decode, 0x6b666f7267651302ull);
-  std::vector<model::host_buffer<T>> xs;
-  xs.push_back(model::embed_rows(c, w, std::vector<index_t>(ids.begin(), ids.begin() + r.prefill), 0));
-  for (index_t d = 0; d < r.decode; ++d) xs.push_back(model::embed_rows(c, w, {ids[static_cast<std::size_t>(r.prefill + d)]}, r.prefill + d));
+  const std::span<const index_t> all(ids);
   model::host_buffer<T> logits(shape{1, c.vocab});
   std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block;
   std::vector<std::vector<double>> pre_t, dec_t;  // [rep][call]
@@ -74,7 +75,7 @@ void time_session(Session& s, const model::config& c, const model::weights<model
     if (rep == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < r.warm_s) rep = -1;
     s.reset();
     auto t0 = std::chrono::steady_clock::now();
-    s.step(xs[0].view(), logits.view());
+    s.step_tokens(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
     const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> pt, dt;
     for (const auto& tm : s.times()) pt.push_back(tm.seconds);
@@ -82,7 +83,7 @@ void time_session(Session& s, const model::config& c, const model::weights<model
     double dw = 0, dops = 0, dblock = 0;
     for (index_t d = 0; d < r.decode; ++d) {
       t0 = std::chrono::steady_clock::now();
-      s.step(xs[static_cast<std::size_t>(d + 1)].view(), logits.view());
+      s.step_tokens(all.subspan(static_cast<std::size_t>(r.prefill + d), 1), logits.view());
       dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (dt.empty()) dt.assign(s.times().size(), 0.0);
       for (std::size_t i = 0; i < s.times().size(); ++i) {

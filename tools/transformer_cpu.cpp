@@ -62,12 +62,19 @@ transformer_result run_cpu(const transformer_request& r) {
   if (r.verify) {
     const index_t vd = std::min(r.decode, r.verify_decode);
     model::host_session<T, P> vs(r.cfg, w, r.prefill + vd);
-    out.v = model::verify<T>(r.cfg, w, vs, r.prefill, vd, r.policy);
+    out.v = model::verify<T>(r.cfg, w, vs, r.prefill, vd, r.policy + " [" + out.knobs + "]");
     out.verified = true;
   }
   model::host_session<T, P> s(r.cfg, w, r.prefill + r.decode);
-  time_session<T>(s, r.cfg, w, r, out);
+  time_session<T>(s, r.cfg, r, out);
   out.bytes = model::bytes_of(w, sizeof(T));
+#if defined(KFORGE_TOOL_HAS_TUNE)
+  // What decode's weight streaming compares with: the copy bandwidth kforge's
+  // roofline probe measures (cached in the cache dir, like `kforge bench --roofline`).
+  const tune::roofline_peaks peaks = tune::cpu_roofline(tune::default_cache_dir(), r.remeasure_bandwidth);
+  out.machine_Bps = peaks.bandwidth_Bps;
+  out.bandwidth_method = peaks.method + ", measured " + peaks.measured_at;
+#endif
   return out;
 }
 

@@ -17,6 +17,8 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
+#include <span>
 #include <map>
 #include <string>
 #include <type_traits>
@@ -134,6 +136,41 @@ index_t check_step(const config& c, index_t pos, const tensor_view<X>& x, const 
   return x.size(0);
 }
 
+/// The embedding of tokens `ids` at positions [pos, pos + n): their rows of
+/// the embedding table plus their rows of the learned position table, [n,
+/// D], gathered here on the host — the one place op::embedding takes over
+/// (as the step's first stage) when it exists. step_tokens() calls it.
+template <class T>
+host_buffer<T> embed_rows(const config& c, const weights<host_buffer<T>>& w, std::span<const index_t> ids, index_t pos) {
+  const index_t n = static_cast<index_t>(ids.size()), d = c.hidden;
+  host_buffer<T> x(shape{n, d});
+  for (index_t i = 0; i < n; ++i) {
+    if (ids[static_cast<std::size_t>(i)] < 0 || ids[static_cast<std::size_t>(i)] >= c.vocab)
+      throw config_error("kforge::model: token id " + std::to_string(ids[static_cast<std::size_t>(i)]) + " is outside [0, " +
+                         std::to_string(c.vocab) + ")");
+    for (index_t j = 0; j < d; ++j) {
+      float v = static_cast<float>(w.embed.data[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * d + j)]);
+      if (c.learned_positions > 0) v += static_cast<float>(w.positions.data[static_cast<std::size_t>((pos + i) * d + j)]);
+      x.data[static_cast<std::size_t>(i * d + j)] = T(v);
+    }
+  }
+  return x;
+}
+
+/// The greedy choice: the index of the largest logit (the first of equal
+/// ones; NaN never wins) — computed here on the host, the one place
+/// op::topk takes over as the step's last stage when it exists.
+template <class T>
+index_t argmax(tensor_view<const T> logits) {
+  index_t best = 0;
+  float bv = -std::numeric_limits<float>::infinity();
+  for (index_t v = 0; v < logits.numel(); ++v) {
+    const float x = static_cast<float>(logits.data[v * (logits.rank() == 1 ? logits.stride(0) : logits.stride(1))]);
+    if (x > bv) best = v, bv = x;
+  }
+  return best;
+}
+
 /// The model's state on host buffers: the weights it reads (not owned), the
 /// activations per step length, the KV cache and the position. step() takes
 /// any executor; host_session binds one.
@@ -182,6 +219,16 @@ class host_model {
     pos_ += t;
   }
 
+  /// step() for tokens `ids`, embedded by embed_rows.
+  template <class Ex>
+  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, Ex& ex) {
+    const host_buffer<T> x = embed_rows(c_, *w_, ids, pos_);
+    step(x.view(), logits, ex);
+  }
+
+  /// The weights the model reads.
+  const weights<buffer>& params() const { return *w_; }
+
   /// The buffers of a step of t tokens (allocated on first use).
   workspace<buffer>& workspace_for(index_t t) {
     auto it = ws_.find(t);
@@ -212,6 +259,12 @@ class host_session {
     times_.clear();
     host_executor<Policy, T> ex{&times_, captures};
     m_.step(x, logits, ex);
+  }
+  /// A step of tokens `ids` (prefill: the prompt; decode: one token).
+  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
+    times_.clear();
+    host_executor<Policy, T> ex{&times_, captures};
+    m_.step_tokens(ids, logits, ex);
   }
   void reset() { m_.reset(); }
   /// Runs one op as this session does (model::verify's isolated check).

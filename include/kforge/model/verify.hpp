@@ -25,10 +25,9 @@
 // Decode steps attend to a cache the earlier steps wrote, whose errors have
 // the same depth, so the sum is taken within a step.
 //
-// Inputs are the hidden states the embedding gives: rows of the embedding
-// table for random token ids (plus their positions' rows), gathered on the
-// host before the step (model::embed_rows) until op::embedding does it as
-// the step's first stage.
+// Inputs are random token ids; both sides take them through step_tokens(),
+// whose embedding is model::embed_rows until op::embedding runs it as the
+// step's first stage.
 #pragma once
 
 #include <algorithm>
@@ -143,25 +142,6 @@ struct verification {
   std::string first_failure;
 };
 
-/// Hidden states of `ids` at positions [pos, pos + n): embedding rows plus
-/// learned position rows (see the file's comment), [n, D].
-template <class T>
-host_buffer<T> embed_rows(const config& c, const weights<host_buffer<T>>& w, const std::vector<index_t>& ids, index_t pos) {
-  const index_t n = static_cast<index_t>(ids.size()), d = c.hidden;
-  host_buffer<T> x(shape{n, d});
-  for (index_t i = 0; i < n; ++i) {
-    if (ids[static_cast<std::size_t>(i)] < 0 || ids[static_cast<std::size_t>(i)] >= c.vocab)
-      throw config_error("kforge::model: token id " + std::to_string(ids[static_cast<std::size_t>(i)]) + " is outside [0, " +
-                         std::to_string(c.vocab) + ")");
-    for (index_t j = 0; j < d; ++j) {
-      float v = static_cast<float>(w.embed.data[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * d + j)]);
-      if (c.learned_positions > 0) v += static_cast<float>(w.positions.data[static_cast<std::size_t>((pos + i) * d + j)]);
-      x.data[static_cast<std::size_t>(i * d + j)] = T(v);
-    }
-  }
-  return x;
-}
-
 /// Random token ids in [0, vocab).
 inline std::vector<index_t> random_tokens(const config& c, index_t n, std::uint64_t seed) {
   rng r(seed);
@@ -268,12 +248,11 @@ verification verify(const config& c, const weights<host_buffer<T>>& w, Session& 
   for (index_t step = 0; step <= decode; ++step) {
     const index_t t = step == 0 ? prefill : 1;
     const std::vector<index_t> step_ids(ids.begin() + pos, ids.begin() + pos + t);
-    const host_buffer<T> x = embed_rows(c, w, step_ids, pos);
     std::vector<stage_check> checks;
     std::vector<stage_output> ref_out, cand_out;
     checking_executor<decltype(cand.isolated()), T> ex{cand.isolated(), &checks, &ref_out};
-    ref.step(x.view(), ref_logits.view(), ex);
-    cand.step(x.view(), cand_logits.view(), &cand_out);
+    ref.step_tokens(step_ids, ref_logits.view(), ex);
+    cand.step_tokens(step_ids, cand_logits.view(), &cand_out);
     detail::fold_step(step == 0 ? "prefill" : "decode", checks, ref_out, cand_out, o.growth, v.type, candidate_name, v.stages, index);
     pos += t;
   }

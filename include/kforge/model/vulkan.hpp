@@ -173,8 +173,10 @@ class vulkan_session {
   using D = vulkan::device_type_t<T>;
   using buffer = device_buffer<D>;
 
+  /// `w` must outlive the session: step_tokens() gathers embedding rows
+  /// from it (model::embed_rows) until op::embedding runs on the device.
   vulkan_session(vulkan::context& ctx, const config& c, const weights<host_buffer<T>>& w, index_t cache_rows)
-      : ctx_(&ctx), c_(c), s_(ctx) {
+      : ctx_(&ctx), c_(c), host_w_(&w), s_(ctx) {
     c_.validate();
     if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
     w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) {
@@ -234,6 +236,13 @@ class vulkan_session {
     pos_ += t;
   }
 
+  /// A step of tokens `ids` (prefill: the prompt; decode: one token); their
+  /// hidden states are uploaded in the step's stream.
+  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
+    const host_buffer<T> x = embed_rows(c_, *host_w_, ids, pos_);
+    step(x.view(), logits, captures);
+  }
+
   index_t position() const { return pos_; }
   const config& cfg() const { return c_; }
   vulkan::context& ctx() const { return *ctx_; }
@@ -259,6 +268,7 @@ class vulkan_session {
 
   vulkan::context* ctx_;
   config c_;
+  const weights<host_buffer<T>>* host_w_;
   weights<buffer> w_;
   std::map<index_t, workspace<buffer>> ws_;
   kv_cache<buffer> kv_;
