@@ -158,6 +158,9 @@ class call {
       : call(nullptr, &ctx, ins, out, read_out) {}
 
   stream& s() { return dc_ ? *dc_->s : host_->s; }
+  /// True for a device-tensor call (operands are the tensors as given), false
+  /// for host views (operands are dense uploads of the views).
+  bool device() const { return dc_ != nullptr; }
   context& ctx() { return s().ctx(); }
   buffer_ref in(std::size_t i) const { return refs_[i]; }
   /// Input i, or nullptr where it was left out.
