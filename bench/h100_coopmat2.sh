@@ -2,8 +2,9 @@
 # bench/h100_coopmat2.sh — the workgroup-scope tensor-core gemm (coopmat2,
 # vulkan/spirv/gemm_coopmat2.hpp) on the GPU machine, in one command: what the
 # driver lists (kforge devices), the SPIR-V tests, every coopmat2 config at
-# the f16 prefill and square shapes beside the NV subgroup-scope kernel
-# (vk_bench --coopmat2), cuBLAS at the same shapes (torch_gemm.py), and the
+# the f16 prefill and square shapes beside the NV subgroup-scope kernel, and
+# bf16 gemm (+ bias + gelu_tanh) on its default (vk_bench --coopmat2), cuBLAS
+# at the same shapes (torch_gemm.py), and the
 # gemm tests against Eigen (every config, odd shapes, epilogues) — first
 # without the validation layer, then the SPIR-V tests again with Debian's
 # layer if BIN_DIR carries it.
@@ -28,9 +29,9 @@ cat "$OUT/devices.txt"
 (cd "$BIN" && timeout 60 ./vulkan_spirv > "$OUT/spirv.txt" 2>&1; echo "vulkan_spirv rc=$?" >> "$OUT/spirv.txt")
 tail -3 "$OUT/spirv.txt"
 timeout 240 "$BIN"/vk_bench --coopmat2 > "$OUT/coopmat2.txt" 2>&1; echo "vk_bench rc=$?" >> "$OUT/coopmat2.txt"
-grep -E "^coopmat2|^BEST|gelu|WRONG|rc=|rror" "$OUT/coopmat2.txt"
+grep -E "^coopmat2|^BEST|gelu|bf16|WRONG|rc=|rror" "$OUT/coopmat2.txt"
 PYTHONUNBUFFERED=1 timeout 60 python3 "$(dirname "$0")"/torch_gemm.py > "$OUT/torch_gemm.txt" 2>&1
-grep -E "f16_(4096x4096|512x4096|2048|4096x11008|512x14336|8192)" "$OUT/torch_gemm.txt"
+grep -E "f16_(4096x4096|512x4096|2048|4096x11008|512x14336|8192)|bf16" "$OUT/torch_gemm.txt"
 : > "$OUT/tests.txt"
 for t in vulkan_gemm:200 vulkan_suite:90; do
   lim=${t#*:} t=${t%:*}
