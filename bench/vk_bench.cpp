@@ -94,6 +94,11 @@ void result(const std::string& name, double ms, double rate, const char* unit) {
   std::fflush(stdout);
 }
 
+// Largest sampled error (gemm_problem::check: |c - ref| / sum|a·b|) a correct gemm of
+// dtype d shows: its output rounding, at most half an ulp of |c| <= sum|a·b| (f16 2^-11,
+// bf16 2^-8), with 4x (f16) and 2x (bf16) to spare; f32 accumulation.
+double check_tolerance(dtype d) { return d == dtype::f16 ? 2e-3 : d == dtype::bf16 ? 8e-3 : 1e-5; }
+
 template <class T>
 struct gemm_problem {
   index_t m, n, k;
@@ -146,7 +151,7 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
                         p.b.ref(), bias_gelu ? &br : nullptr, p.c.ref());
   });
   const double err = p.check(bias_gelu);
-  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;  // f16 output rounding; f32 accumulation
+  const double tol = check_tolerance(d);
   const std::string name = std::string(bias_gelu ? "gemm_bias_gelu_" : "gemm_") + dt + "_" + std::to_string(n);
   std::printf("  %s config: %s; sampled error %.2e (%s)\n", name.c_str(), cfg.str().c_str(), err, err <= tol ? "ok" : "FAIL");
   if (!forced) result(name, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
@@ -306,7 +311,7 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
   gemm_problem<T> p(ctx, sh.m, sh.n, sh.k);
   const double flop = 2.0 * sh.m * sh.n * sh.k, b_bytes = static_cast<double>(sh.k) * sh.n * sizeof(T);
   const std::string name = std::string("gemm_") + dt_name + "_" + sh.name();
-  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;
+  const double tol = check_tolerance(d);
   auto time_cfg = [&](const vulkan::gemm_config& cfg, double* err, double warm_ms) {
     // Scratch of a split gemm is held per recorded call: cap the calls at 1 GiB of it.
     const double scratch = 4.0 * vulkan::gemm_splits_used(cfg, static_cast<std::uint64_t>(sh.k)) * sh.m * sh.n;
@@ -344,20 +349,25 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
 
 /// `--coopmat2`: every coopmat2 config of the tuner's space (and the NV
 /// subgroup-scope default beside it) at the f16 prefill and square shapes,
-/// each on the same context; then the fused bias+gelu_tanh epilogue and bf16
-/// with the best plain config at 4096³. GPU timestamps (a split gemm: both
+/// each on the same context, and the fused bias+gelu_tanh epilogue on the
+/// default config at 4096³; then bf16 with its default config (coopmat2 where
+/// the device has bf16 matrices) at 4096³ and 8192³, and bias+gelu_tanh at
+/// 4096³ (rows gemm_bf16_<shape>, gemm_bias_gelu_bf16_<shape>: torch_gemm.py
+/// times cuBLAS under the same names). GPU timestamps (a split gemm: both
 /// dispatches), median of 10 after 0.3 s of warm-up: a pipeline of this
-/// kernel takes seconds to build, and the GPU idles down meanwhile.
+/// kernel takes seconds to build, and the GPU idles down meanwhile. `--smoke`:
+/// one small shape; its bf16 rows run on any device with 16-bit storage (the
+/// default config there), so that the bf16 path is exercised on lavapipe.
 void coopmat2_sweep(bool smoke) {
   vulkan::context ctx;
   const auto& d = ctx.info();
   std::printf("coopmat2: %s; max workgroup %u, max dimension %u, reserved shared %u; shapes: %s\n",
               d.nv_cooperative_matrix2 ? "yes" : "no", d.coopmat2_max_workgroup, d.coopmat2_max_dimension,
               d.coopmat2_reserved_shared, vulkan::detail::coopmat2_shapes_str(d).c_str());
-  if (!vulkan::coopmat2_available(d, dtype::f16)) return;
   std::vector<gemm_shape> shapes{{4096, 4096, 4096}, {512, 4096, 4096}, {2048, 4096, 4096}, {4096, 11008, 4096},
                                  {512, 14336, 4096}, {64, 4096, 4096}, {8192, 8192, 8192}};
-  if (smoke) shapes = {{136, 264, 72}};
+  std::vector<gemm_shape> bf16_shapes{{4096, 4096, 4096}, {8192, 8192, 8192}};
+  if (smoke) shapes = bf16_shapes = {{136, 264, 72}};
   auto time = [&](auto& p, const vulkan::gemm_config& c, const gemm_shape& sh, dtype dt, bool bias_gelu, double* err) {
     const vulkan::buffer_ref br = p.bias.ref();
     const std::size_t per_call = vulkan::gemm_splits_used(c, static_cast<std::uint64_t>(sh.k)) > 1 ? 2 : 1;
@@ -368,6 +378,28 @@ void coopmat2_sweep(bool smoke) {
     *err = p.check(bias_gelu);
     return ms;
   };
+  // bf16: the default config (coopmat2 on a device with bf16 matrices), plain and with bias+gelu_tanh.
+  auto bf16_rows = [&] {
+    for (const auto& sh : bf16_shapes) {
+      gemm_problem<bfloat16> p(ctx, sh.m, sh.n, sh.k);
+      const double flop = 2.0 * sh.m * sh.n * sh.k;
+      const auto dflt = vulkan::knobs<>::gemm(d, dtype::bf16, static_cast<std::uint64_t>(sh.m),
+                                              static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+      for (const bool bias_gelu : {false, true}) {
+        if (bias_gelu && sh.m != bf16_shapes.front().m) continue;
+        double err = 0;
+        const double ms = time(p, dflt, sh, dtype::bf16, bias_gelu, &err);
+        const std::string name = std::string(bias_gelu ? "gemm_bias_gelu_bf16_" : "gemm_bf16_") + sh.name();
+        std::printf("  %s config: %s; sampled error %.2e (%s)\n", name.c_str(), dflt.str().c_str(), err,
+                    err <= check_tolerance(dtype::bf16) ? "ok" : "WRONG");
+        result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+      }
+    }
+  };
+  if (!vulkan::coopmat2_available(d, dtype::f16)) {
+    if (smoke && d.storage_16bit) bf16_rows();
+    return;
+  }
   for (const auto& sh : shapes) {
     gemm_problem<half> p(ctx, sh.m, sh.n, sh.k);
     const double flop = 2.0 * sh.m * sh.n * sh.k;
@@ -423,6 +455,7 @@ void coopmat2_sweep(bool smoke) {
                   flop / (ms * 1e-3) / 1e12, err <= 2e-3 ? "ok" : "WRONG");
     }
   }
+  if (vulkan::coopmat2_available(d, dtype::bf16) || (smoke && d.storage_16bit)) bf16_rows();
 }
 
 /// `--coopmat2-variants`: the coopmat2 kernel's code-shape options (fast
@@ -818,6 +851,10 @@ int main(int argc, char** argv) {
       for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<half>(ctx, "f16", n);
     gemm_case<float>(ctx, "f32", 4096, nullptr, true);
     if (ctx.info().storage_16bit) gemm_case<half>(ctx, "f16", 4096, nullptr, true);
+    if (ctx.info().storage_16bit) {  // bf16 (the dtype models ship in): its default config, coopmat2 where available
+      for (index_t n : {4096, 8192}) gemm_case<bfloat16>(ctx, "bf16", n);
+      gemm_case<bfloat16>(ctx, "bf16", 4096, nullptr, true);
+    }
   };
   auto memory = [&](vulkan::context& ctx, const std::string& suffix) {
     // Memory-bound cases: 8192 x 8192 f32 (256 MiB per tensor); GB/s counts each tensor read or written once.

@@ -5,7 +5,7 @@
 // with NaN first so an unwritten element fails. The decode kernel (gemv) and
 // K splits through the 10-case validation suite at the shape-class
 // boundaries (M = 1, 2, 7, 15, 16, 17; odd N and K; K not a multiple of the
-// split; every epilogue; alpha/beta; f32 and f16), through policy::vulkan<>'s
+// split; every epilogue; alpha/beta; f32, f16 and bf16), through policy::vulkan<>'s
 // default as well as forced configs. Also: which config the default picks
 // per shape class, and that the cooperative-matrix kernel (split or not)
 // compiles and matches its interface on any machine (lavapipe has no
@@ -71,9 +71,9 @@ void config_case(vulkan::context& ctx, const vulkan::gemm_config& cfg, index_t m
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
-  if (dtype_of<T>() == dtype::f16 && !ctx->info().storage_16bit) {
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
     MESSAGE("skipped: no 16-bit storage");
     return;
   }
@@ -168,10 +168,10 @@ void suite_case(vulkan::context& ctx, dtype dt, index_t m, index_t n, index_t k,
 // loads); K odd and K a multiple of 4 but not of any split's K step;
 // policy::vulkan<>'s default at every M, forced configs (K split or not) at
 // M = 1, 7, 16, 17; every epilogue, alpha and beta.
-TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the decode boundary", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the decode boundary", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   const dtype dt = dtype_of<T>();
-  if (dt == dtype::f16 && !ctx->info().storage_16bit) {
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
     MESSAGE("skipped: no 16-bit storage");
     return;
   }
@@ -309,7 +309,7 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
     CHECK(!vulkan::gemm_config_check(d, dtype::f16, c).empty());
   }
   // Every default is a config the device runs.
-  for (const dtype dt : {dtype::f32, dtype::f16})
+  for (const dtype dt : {dtype::f32, dtype::f16, dtype::bf16})
     for (const std::uint64_t m : {1u, 4u, 5u, 8u, 9u, 16u, 17u, 100u, 512u, 4096u})
       for (const std::uint64_t n : {1u, 67u, 4096u, 128256u})
         for (const std::uint64_t k : {1u, 300u, 14336u}) {

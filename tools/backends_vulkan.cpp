@@ -33,7 +33,7 @@ void with_view(host_tensor& t, F&& f) {
 }
 
 /// The device-resident timing of resident_timing's comment. D: the device
-/// element type of p.type (vulkan/problem.hpp). Calls are recorded in batches
+/// element type of p.type (vulkan/problem.hpp, vulkan::device_dtype). Calls are recorded in batches
 /// that fit the stream's timestamp queries; each batch is submitted twice and
 /// the second submission is timed (the first warms pipelines, caches and
 /// clocks), as bench/vk_models.cpp does.
@@ -127,7 +127,11 @@ void register_vulkan(std::vector<policy_entry>& out) {
   e.unavailable = [] { return vulkan_problem(); };
   e.device_seconds = [] { return vulkan::last_call_seconds(); };  // the kernels' GPU time, no transfers
   e.time_resident = [](const problem& p, const std::vector<host_tensor>& ts, int reps) {
-    return p.type == dtype::f16 ? time_resident<half>(p, ts, reps) : time_resident<float>(p, ts, reps);
+    switch (vulkan::device_dtype(vulkan::default_context().info(), p.type)) {
+      case dtype::f16: return time_resident<half>(p, ts, reps);
+      case dtype::bf16: return time_resident<bfloat16>(p, ts, reps);
+      default: return time_resident<float>(p, ts, reps);  // f32, and bf16 widened where 16-bit storage is missing
+    }
   };
   try {
     e.detail = vulkan::default_context().info().name;

@@ -16,10 +16,12 @@
 // compute() reads through detail::call, so host and device paths can never
 // disagree on shape rules.
 //
-// Element types: float and half (half needs 16-bit storage on the device);
-// bfloat16 host data is widened to f32 on upload, computed in f32 and rounded
-// back on download; device_tensor<bfloat16> does not exist. double is not
-// implemented (compile-time refusal).
+// Element types: float, half and bfloat16, each stored on the device as it is
+// (the 16-bit types need 16-bit storage there) and computed in f32. A device
+// without 16-bit storage still runs host bfloat16 data: the call widens it to
+// f32 on upload, runs the f32 kernels and rounds back on download
+// (device_dtype; device_tensor<bfloat16> cannot exist there). half has no such
+// fallback. double is not implemented (compile-time refusal).
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -73,23 +75,27 @@ struct knobs {
   static constexpr bool gemm_tile_given = policy::detail::count_knob<policy::tile_key, K...> +
                                               policy::detail::count_knob<policy::thread_tile_key, K...> > 0;
   using coopmat = policy::knob_t<policy::coopmat_key, detail::coopmat_auto, K...>;
-  /// -1: automatic (f16/bf16 data on a device with cooperative matrices for it), 0: never, 1: required.
+  /// -1: automatic (f16 or bf16 data on a device with cooperative matrices for
+  /// it), 0: never, 1: required.
   static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
 
   /// The gemm config for an m×n×k problem of element type dt on device d.
   static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-    // Cooperative matrices for dt: workgroup-scope (f16, bf16) or the NV subgroup-scope kernel (f16).
-    const bool coop = coopmat2_available(d, dt) || (dt == dtype::f16 && coopmat_f16_available(d));
-    if (coopmat_mode == 1 && !coop)
-      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but device '" + d.name +
-                              "' has none for " + std::string(to_string(dt)) + " data");
-    if (coopmat_mode != 0 && coop) {
+    // Tensor cores for dt: the NV subgroup-scope kernel (f16 only) or coopmat2 (f16, bf16).
+    const bool tensor_cores = (dt == dtype::f16 && coopmat_f16_available(d)) || coopmat2_available(d, dt);
+    if (coopmat_mode == 1 && !tensor_cores)
+      throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
+                              std::string(dt != dtype::f16 && dt != dtype::bf16
+                                              ? "the data is neither f16 nor bf16"
+                                              : "device '" + d.name + "' has no " + std::string(to_string(dt)) +
+                                                    " cooperative matrices kforge's gemm runs on"));
+    if (coopmat_mode != 0 && tensor_cores) {
       // coopmat<true> keeps decode shapes on the tensor cores too.
       const gemm_config c = coopmat_mode == 1 ? gemm_tile_default_config(d, dt, m, n, k, true)
                                               : gemm_default_config(d, dt, m, n, k, true);
       if (!gemm_tile_given) return c;
-      const bool tensor = c.kernel == gemm_kernel::coopmat_f16 || c.kernel == gemm_kernel::coopmat2;
-      gemm_config t = tensor ? c : gemm_tile_default_config(d, dt, m, n, k, true);
+      const bool on_tensor_cores = c.kernel == gemm_kernel::coopmat_f16 || c.kernel == gemm_kernel::coopmat2;
+      gemm_config t = on_tensor_cores ? c : gemm_tile_default_config(d, dt, m, n, k, true);
       t.bm = tile::m, t.bn = tile::n, t.bk = tile::k, t.splits = 1;
       return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
     }
@@ -145,7 +151,10 @@ template <class T>
 class call {
  public:
   using D = device_type_t<T>;
-  static constexpr dtype dt = dtype_of<D>();
+  /// Storage dtype of the call's buffers, which the kernels are built for:
+  /// D's, except host bf16 data on a device without 16-bit storage (f32 there,
+  /// see device_dtype).
+  dtype dt = dtype_of<D>();
 
   /// `ins`: the op's inputs in call order, nullptr for one its variant leaves
   /// out (a bias the epilogue has not); `out`: the output; `read_out`: the
@@ -172,17 +181,17 @@ class call {
   /// stream's owner submits).
   void finish() {
     if (dc_) return;
-    const void* p = out_tensor_->record_download(host_->s);
-    host_->s.run();
-    last_call_seconds_slot() = kernel_seconds(host_->s.timings());
-    if (p) unpack(static_cast<const D*>(p), out_view_);
+    host_->finish(out_view_);
   }
 
  private:
   call(device_call* dc, context* ctx, std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out,
        bool read_out)
       : dc_(dc), out_view_(out) {
-    if (!dc_) host_.emplace(*ctx);
+    if (!dc_) {
+      host_.emplace(*ctx);
+      dt = host_->dt;
+    }
     int next = 0;
     for (const tensor_view<const T>* v : ins) {
       present_[n_] = v != nullptr;
@@ -195,25 +204,43 @@ class call {
                     std::to_string(next + 1) + " operands");
       out_ = dc_->refs[static_cast<std::size_t>(dc_->n - 1)];
     } else {
-      out_tensor_ = &host_->out(out, read_out);
-      out_ = out_tensor_->ref();
+      out_ = host_->out(out, read_out);
     }
   }
 
+  /// The temporaries of a host call, as D, or as float where bf16 is widened.
   struct host_side {
     context& ctx;
     stream s;
+    dtype dt;
     std::deque<device_tensor<D>> temps;
-    explicit host_side(context& c) : ctx(c), s(c) {}
-    buffer_ref in(const tensor_view<const T>& v) {
-      temps.emplace_back(ctx, v.dims);
-      temps.back().record_upload(s, v);
-      return temps.back().ref();
+    std::deque<device_tensor<float>> widened;  // bf16 on a device without 16-bit storage
+    std::size_t out_index = 0;                 // the output's place in temps or widened
+    explicit host_side(context& c) : ctx(c), s(c), dt(device_dtype(c.info(), dtype_of<D>())) {}
+    bool widen() const { return dt != dtype_of<D>(); }
+    template <class U>
+    buffer_ref add(const tensor_view<U>* v, const shape& dims) {
+      auto put = [&](auto& q) {
+        q.emplace_back(ctx, dims);
+        if (v) q.back().record_upload(s, *v);
+        return q.back().ref();
+      };
+      return widen() ? put(widened) : put(temps);
     }
-    device_tensor<D>& out(const tensor_view<T>& v, bool read) {
-      temps.emplace_back(ctx, v.dims);
-      if (read) temps.back().record_upload(s, tensor_view<const T>(v));
-      return temps.back();
+    buffer_ref in(const tensor_view<const T>& v) { return add(&v, v.dims); }
+    buffer_ref out(const tensor_view<T>& v, bool read) {
+      const tensor_view<const T> r(v);
+      const buffer_ref b = add(read ? &r : nullptr, v.dims);
+      out_index = widen() ? widened.size() - 1 : temps.size() - 1;
+      return b;
+    }
+    void finish(const tensor_view<T>& v) {
+      const void* p = widen() ? widened[out_index].record_download(s) : temps[out_index].record_download(s);
+      s.run();
+      last_call_seconds_slot() = kernel_seconds(s.timings());
+      if (!p) return;
+      if (widen()) unpack(static_cast<const float*>(p), v);
+      else unpack(static_cast<const D*>(p), v);
     }
   };
   device_call* dc_;
@@ -222,7 +249,6 @@ class call {
   std::array<bool, 6> present_{};
   std::size_t n_ = 0;
   buffer_ref out_{};
-  device_tensor<D>* out_tensor_ = nullptr;
   tensor_view<T> out_view_;
 };
 

@@ -70,6 +70,11 @@ struct context_options {
   /// pipeline::statistics) where the device offers them; -1:
   /// KFORGE_VK_PIPELINE_STATS, 0 off, 1 on. For kernel developers.
   int pipeline_statistics = -1;
+  /// false: create the device without 16-bit storage (storageBuffer16BitAccess,
+  /// and the tensor-core kernels that need it), as on a device that lacks it:
+  /// f16 tensors are refused and bf16 host data runs as f32 (device_dtype).
+  /// For testing that fallback on any device.
+  bool use_16bit_storage = true;
 };
 
 namespace detail {
@@ -236,6 +241,8 @@ class context {
     }
     phys_ = phys[static_cast<std::size_t>(chosen)];
     info_ = infos[static_cast<std::size_t>(chosen)];
+    if (!opt_.use_16bit_storage)
+      info_.storage_16bit = info_.nv_coopmat_f16_16x16x16 = info_.nv_cooperative_matrix2 = false;
     // (A validation layer older than the tensor-core extensions cannot read their structures or the
     // SPIR-V that uses them — Debian 12's 1.3.239 rejects every such module — so under it the device
     // was queried without them: a context keeps to what the layer validates, the NV cooperative-matrix

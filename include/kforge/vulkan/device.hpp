@@ -308,6 +308,17 @@ inline std::string json_escape(const std::string& s) {
 }
 }  // namespace detail
 
+/// Whether d offers workgroup-scope cooperative matrices of dt inputs to the
+/// coopmat2 kernel (VK_NV_cooperative_matrix2 with 16-bit storage, and a shape
+/// of dt listed). gemm_config.hpp's coopmat2_available adds what else the
+/// kernel needs; for bf16 this is all: bf16 gemm runs on the tensor cores.
+inline bool coopmat2_lists(const device_info& d, dtype dt) {
+  if (!d.nv_cooperative_matrix2 || !d.storage_16bit) return false;
+  for (const auto& c : d.coopmat2_shapes)
+    if (c.type == dt) return true;
+  return false;
+}
+
 /// Every physical device, in the loader's order (index = KFORGE_VK_DEVICE index).
 inline std::vector<device_info> list_devices() {
   detail::instance_holder inst(false);
@@ -340,6 +351,8 @@ inline std::string devices_json() {
       << ", \"khr_cooperative_matrix\": " << (d.khr_cooperative_matrix ? "true" : "false")
       << ", \"nv_cooperative_matrix2\": " << (d.nv_cooperative_matrix2 ? "true" : "false")
       << ", \"coopmat2_shapes\": \"" << detail::coopmat2_shapes_str(d) << "\""
+      << ", \"bf16_tensors\": " << (d.storage_16bit ? "true" : "false")
+      << ", \"bf16_tensor_cores\": " << (coopmat2_lists(d, dtype::bf16) ? "true" : "false")
       << ", \"bf16_type\": " << (d.bf16_type ? "true" : "false")
       << ", \"bf16_cooperative_matrix\": " << (d.bf16_cooperative_matrix ? "true" : "false")
       << ", \"robustness2\": " << (d.robustness2 ? "true" : "false")
@@ -374,9 +387,10 @@ inline std::string devices_text() {
       << "    cooperative matrices: NV " << (d.nv_cooperative_matrix ? "yes" : "no") << ", KHR "
       << (d.khr_cooperative_matrix ? "yes" : "no") << ", NV2 workgroup scope "
       << (d.nv_cooperative_matrix2 ? "yes (" + detail::coopmat2_shapes_str(d) + ")" : std::string("no")) << "\n"
-      << "    bf16: type " << (d.bf16_type ? "yes" : "no") << ", cooperative matrices "
-      << (d.bf16_cooperative_matrix ? "yes" : "no") << " (bf16 gemm on tensor cores "
-      << (d.nv_cooperative_matrix2 && d.bf16_cooperative_matrix ? "yes" : "no: bf16 runs as f32") << ")\n"
+      << "    bf16: tensors "
+      << (d.storage_16bit ? "yes (16-bit storage, f32 arithmetic)" : "no (no 16-bit storage: bf16 data runs as f32)")
+      << ", gemm on tensor cores " << (coopmat2_lists(d, dtype::bf16) ? "yes (coopmat2)" : "no") << "; shader type "
+      << (d.bf16_type ? "yes" : "no") << ", cooperative matrices " << (d.bf16_cooperative_matrix ? "yes" : "no") << "\n"
       << "    robust buffer access "
       << (d.robust_buffer_access ? "yes" : "no") << " (robustness2 " << (d.robust_buffer_access2 ? "yes" : "no")
       << "), timestamps " << (d.timestamps ? "yes" : "no") << " ("

@@ -85,8 +85,8 @@ inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, 
       defs.push_back({"KF_COOPMAT", "1"});
       return make_variant("gemm_coopmat_f16", shaders::gemm_common() + shaders::gemm_coopmat_f16, dt, std::move(defs));
     case gemm_kernel::gemv: {
-      // f16 B in 16-byte loads of 8 halves where a lane's columns come in eights.
-      const bool packed = dt == dtype::f16 && cfg.tn % 8 == 0;
+      // 16-bit B (f16, bf16) in 16-byte loads of 8 elements where a lane's columns come in eights.
+      const bool packed = (dt == dtype::f16 || dt == dtype::bf16) && cfg.tn % 8 == 0;
       defs.push_back({"KF_VEC_T", packed ? "uvec4" : "T4"});
       defs.push_back({"KF_VEC_A_T", "T4"});
       defs.push_back({"KF_B_PACKED", packed ? "1" : "0"});

@@ -109,11 +109,9 @@ inline bool coopmat_f16_available(const device_info& d) {
 
 /// Whether the device runs the coopmat2 kernel on `dt` data (f16, or bf16 where it has bf16 matrices).
 inline bool coopmat2_available(const device_info& d, dtype dt) {
-  if (!d.nv_cooperative_matrix2 || !d.storage_16bit || (dt != dtype::f16 && dt != dtype::bf16)) return false;
+  if (dt != dtype::f16 && dt != dtype::bf16) return false;
   if (dt == dtype::f16 && !d.fp16_arithmetic) return false;
-  for (const auto& c : d.coopmat2_shapes)
-    if (c.type == dt) return true;
-  return false;
+  return coopmat2_lists(d, dt);
 }
 
 /// gemv: lanes of one column group, which split its K step between them (0 if bn does not divide).
@@ -220,28 +218,30 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
 // fresh context, back-to-back calls, wall clock per call):
 //
 // Decode (M <= gemv_max_m, or gemv_max_m_coopmat for f16 on cooperative
-// matrices): gemv, bm the next power of two >= M (B is streamed once), K
-// split until the grid has gemv_fill workgroups, each split at least
-// gemv_min_steps K steps deep. 1×14336×4096 f32 reads B at 2627 GB/s (92 %
-// of the 2860 GB/s copy), 1×128256×4096 at 2880; f16 2250 and 2940.
-// gemv past 8 rows loses to the 32-row tile kernels split along K (16×4096×
-// 14336: gemv at best 0.213 ms f32 / 0.164 ms f16, tiled 32×128 split 16
-// 0.171 ms, coopmat 32×128 split 4 0.094 ms), and in f16 the tensor-core
-// tile passes gemv between 1 row (gemv 0.018 ms at 1×4096×4096) and 8 (gemv
-// 0.038 ms, coopmat 32×128 split 4 0.028 ms at 17 rows): 4 is that midpoint.
+// matrices, and for bf16 on coopmat2, not timed there yet): gemv, bm the next
+// power of two >= M (B is streamed once), K split until the grid has gemv_fill
+// workgroups, each split at least gemv_min_steps K steps deep. 1×14336×4096
+// f32 reads B at 2627 GB/s (92 % of the 2860 GB/s copy), 1×128256×4096 at
+// 2880; f16 2250 and 2940. gemv past 8 rows loses to the 32-row tile kernels
+// split along K (16×4096×14336: gemv at best 0.213 ms f32 / 0.164 ms f16,
+// tiled 32×128 split 16 0.171 ms, coopmat 32×128 split 4 0.094 ms), and in f16
+// the tensor-core tile passes gemv between 1 row (gemv 0.018 ms at
+// 1×4096×4096) and 8 (gemv 0.038 ms, coopmat 32×128 split 4 0.028 ms at 17
+// rows): 4 is that midpoint.
 //
-// Otherwise the tile kernels (coopmat_f16 for f16 where the device has it,
-// else tiled), tiles at most the next power of two >= M tall (32 at least),
-// largest first: the first tile whose grid has `as_is` tiles runs unsplit;
-// else the first whose grid split along K reaches `split_to` workgroups,
-// each split at least `min_split_k` deep (tile_fill below). The fallback
-// (nothing fills: small or shallow problems) is the smallest tile, split as
-// far as K allows. The order lives in fixed arrays: this runs on every
-// policy::vulkan<> gemm dispatch, without allocating.
+// Otherwise the tile kernels (coopmat2 for f16 and bf16 where the device has
+// it, else coopmat_f16 for f16 where it has that, else tiled), tiles at most
+// the next power of two >= M tall (32 at least), largest first: the first tile
+// whose grid has `as_is` tiles runs unsplit; else the first whose grid split
+// along K reaches `split_to` workgroups, each split at least `min_split_k`
+// deep (tile_fill below). The fallback (nothing fills: small or shallow
+// problems) is the smallest tile, split as far as K allows. The order lives in
+// fixed arrays: this runs on every policy::vulkan<> gemm dispatch, without
+// allocating.
 
-/// Largest M that runs gemv by default (f32, and f16 without cooperative matrices).
+/// Largest M that runs gemv by default (f32, and f16 and bf16 without cooperative matrices).
 inline constexpr std::uint64_t gemv_max_m = 8;
-/// Largest M that runs gemv by default for f16 where coopmat_f16 runs.
+/// Largest M that runs gemv by default for f16 where coopmat_f16 or coopmat2 runs (and bf16 where coopmat2 does).
 inline constexpr std::uint64_t gemv_max_m_coopmat = 4;
 /// Workgroups a gemv grid is split to: ~1.5 per H100 multiprocessor (132).
 /// 1×4096×4096 f32 ran 0.035–0.036 ms at 128–256 workgroups and 0.041 at
@@ -291,10 +291,11 @@ inline std::uint32_t splits_to_fill(std::uint64_t blocks, std::uint64_t k, std::
 inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   // 4 lanes per column group of 256 invocations; f16: 8 columns (one
   // 16-byte load) per invocation, f32: 4 (gemv 1×14336×4096 f16 0.052 ms
-  // with 8, 0.057 with 4).
+  // with 8, 0.057 with 4). bf16 takes f16's: the same bytes per load (not
+  // timed on its own yet).
   gemm_config c{gemm_kernel::gemv, 1, 256, 8, 0, 4, 8, 0, 0, 1};
   c.bm = detail::pow2_at_least(std::min<std::uint64_t>(std::max<std::uint64_t>(m, 1), 16));
-  c.tn = dt == dtype::f16 && c.bm <= 8 ? 8 : 4;
+  c.tn = (dt == dtype::f16 || dt == dtype::bf16) && c.bm <= 8 ? 8 : 4;
   c.bk = c.bm <= 8 ? 8 : 4;
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
@@ -335,8 +336,8 @@ inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::
   return c;
 }
 
-/// The untuned choice among the tile kernels (tiled; coopmat_f16 for f16
-/// where allowed and available) for an m×n×k gemm.
+/// The untuned choice among the tile kernels (tiled; coopmat2 for f16 and
+/// bf16, or coopmat_f16 for f16, where allowed and available) for an m×n×k gemm.
 inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                             std::uint64_t k, bool allow_coopmat = true) {
   auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
@@ -384,7 +385,7 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
 }
 
 /// The untuned choice for an m×n×k gemm (see above). allow_coopmat = false
-/// keeps f16 on the vector-unit kernels (policy::coopmat<false>).
+/// keeps f16 and bf16 on the vector-unit kernels (policy::coopmat<false>).
 inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                        std::uint64_t k, bool allow_coopmat = true) {
   const bool coop = allow_coopmat && ((dt == dtype::f16 && coopmat_f16_available(d)) || coopmat2_available(d, dt));

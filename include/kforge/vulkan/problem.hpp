@@ -6,9 +6,10 @@
 //   std::vector<vulkan::device_tensor<float>> ts = ...;   // operands(p) order: inputs, then the output
 //   vulkan::record_problem(stream, p, ts);
 //
-// D is the device element type of p.type (float for f32 and bf16 problems,
-// half for f16); a (problem, dtype) policy::vulkan<> does not implement throws
-// unsupported_error.
+// D is the device element type of p.type: float, half or bfloat16 (float for
+// a bf16 problem on a device without 16-bit storage, device_dtype); the op is
+// recorded as op<D>. A (problem, dtype) policy::vulkan<> does not implement
+// throws unsupported_error.
 #pragma once
 
 #include <string>

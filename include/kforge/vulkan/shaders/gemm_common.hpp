@@ -40,11 +40,11 @@ void kf_gemm_store(uint gm, uint gn, float acc) {
 #else
   uint idx = gm * pc.N + gn;
   float v = acc * pc.alpha;
-  if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+  if (pc.beta != 0.0) v += pc.beta * kf_ld(c_[idx]);
 #if KF_BIAS
-  v += float(bias_[gn]);
+  v += kf_ld(bias_[gn]);
 #endif
-  c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+  c_[idx] = kf_st(kf_apply(KF_ACT, v, pc.slope));
 #endif
 }
 )glsl";

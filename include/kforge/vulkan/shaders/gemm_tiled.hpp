@@ -1,6 +1,6 @@
 // kforge/vulkan/shaders/gemm_tiled.hpp — register-blocked GEMM with vector
-// loads and double-buffered shared memory (f32 arithmetic, f32 or f16
-// storage), with gemm's fused epilogue.
+// loads and double-buffered shared memory (f32 arithmetic, f32, f16 or
+// bf16 storage), with gemm's fused epilogue.
 //
 // Tiling: a workgroup computes a BM×BN tile of C, stepping K by BK. Each
 // invocation owns TM×TN outputs as (TM/4)×(TN/4) blocks of 4×4 contiguous
@@ -50,21 +50,21 @@ shared vec4 Bs[2 * BK * SB];
 // A[gm, gk..gk+3] and B[gk, gn..gn+3], zero outside the matrices.
 vec4 load_a(uint gm, uint gk) {
 #if KF_VEC
-  return (gm < pc.M && gk < pc.K) ? vec4(a_[(gm * pc.K + gk) / 4]) : vec4(0.0);
+  return (gm < pc.M && gk < pc.K) ? kf_ld4(a_[(gm * pc.K + gk) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
   if (gm < pc.M)
-    [[unroll]] for (uint j = 0; j < 4; ++j) if (gk + j < pc.K) v[j] = float(a_[gm * pc.K + gk + j]);
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gk + j < pc.K) v[j] = kf_ld(a_[gm * pc.K + gk + j]);
   return v;
 #endif
 }
 vec4 load_b(uint gk, uint gn) {
 #if KF_VEC
-  return (gk < pc.K && gn < pc.N) ? vec4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
+  return (gk < pc.K && gn < pc.N) ? kf_ld4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
   if (gk < pc.K)
-    [[unroll]] for (uint j = 0; j < 4; ++j) if (gn + j < pc.N) v[j] = float(b_[gk * pc.N + gn + j]);
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gn + j < pc.N) v[j] = kf_ld(b_[gk * pc.N + gn + j]);
   return v;
 #endif
 }
