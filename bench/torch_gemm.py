@@ -1,7 +1,8 @@
 # bench/torch_gemm.py — PyTorch peers of `vk_bench --gemm-shapes`: the same
 # gemm shapes (M x N x K, kforge's SHAPE order: A [M,K] @ B [K,N], B row-major),
-# f32 with TF32 off (cuBLAS true fp32) and f16, printed as
-# `RESULT <case> <ms> <rate> <unit>` with the same case names. Timed as kforge's
+# f32 with TF32 off (cuBLAS true fp32) and f16; and of `vk_bench --coopmat2`'s
+# bf16 rows: bf16 at 4096³ and 8192³, and gelu_tanh(A @ B + bias) at 4096³;
+# printed as `RESULT <case> <ms> <rate> <unit>` with the same case names. Timed as kforge's
 # side is: R calls back to back between two CUDA events (R so that they run
 # >= 5 ms), after 0.2 s of warm-up, median of 5. Inputs uniform in [-1, 1).
 import time
@@ -64,3 +65,14 @@ for m, n, k in SHAPES:
         if m <= 16:
             result(case + "_B", ms, k * n * B.element_size() / (ms * 1e-3) / 1e9, "GB/s")
         del A, B, C
+for m, n, k in ((4096, 4096, 4096), (8192, 8192, 8192)):
+    A = torch.rand(m, k, device="cuda", dtype=torch.bfloat16) * 2 - 1
+    B = torch.rand(k, n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+    C = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    ms = per_call_ms(lambda: torch.mm(A, B, out=C))
+    result(f"gemm_bf16_{m}x{n}x{k}", ms, 2 * m * n * k / (ms * 1e-3) / 1e12, "TFLOP/s")
+    if m == 4096:
+        bias = torch.rand(n, device="cuda", dtype=torch.bfloat16) * 2 - 1
+        ms = per_call_ms(lambda: torch.nn.functional.gelu(A @ B + bias, approximate="tanh"))
+        result(f"gemm_bias_gelu_bf16_{m}x{n}x{k}", ms, 2 * m * n * k / (ms * 1e-3) / 1e12, "TFLOP/s")
+    del A, B, C

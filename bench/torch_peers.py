@@ -30,6 +30,18 @@ for dt, name in ((torch.float32, "f32"), (torch.float16, "f16")):
     ms = med(lambda: F.gelu(A @ B + bias, approximate="tanh"))
     result(f"gemm_bias_gelu_{name}_{n}", ms, 2 * n**3 / (ms * 1e-3) / 1e12, "TFLOP/s")
     del A, B
+# bf16, the dtype models ship in (vk_bench's bf16 rows: 4096 and 8192, bias + gelu_tanh at 4096).
+dt = torch.bfloat16
+for n in (4096, 8192):
+    A = torch.rand(n, n, device="cuda", dtype=dt) * 2 - 1
+    B = torch.rand(n, n, device="cuda", dtype=dt) * 2 - 1
+    ms = med(lambda: torch.mm(A, B))
+    result(f"gemm_bf16_{n}", ms, 2 * n**3 / (ms * 1e-3) / 1e12, "TFLOP/s")
+    if n == 4096:
+        bias = torch.rand(n, device="cuda", dtype=dt) * 2 - 1
+        ms = med(lambda: F.gelu(A @ B + bias, approximate="tanh"))
+        result(f"gemm_bias_gelu_bf16_{n}", ms, 2 * n**3 / (ms * 1e-3) / 1e12, "TFLOP/s")
+    del A, B
 
 r = 8192
 x = torch.rand(r, r, device="cuda") * 8 - 4

@@ -94,6 +94,11 @@ void result(const std::string& name, double ms, double rate, const char* unit) {
   std::fflush(stdout);
 }
 
+// Largest sampled error (gemm_problem::check: |c - ref| / sum|a·b|) a correct gemm of
+// dtype d shows: its output rounding, at most half an ulp of |c| <= sum|a·b| (f16 2^-11,
+// bf16 2^-8), with 4x (f16) and 2x (bf16) to spare; f32 accumulation.
+double check_tolerance(dtype d) { return d == dtype::f16 ? 2e-3 : d == dtype::bf16 ? 8e-3 : 1e-5; }
+
 template <class T>
 struct gemm_problem {
   index_t m, n, k;
@@ -107,8 +112,9 @@ struct gemm_problem {
     b.upload(make_view(hb, {k, n}));
     bias.upload(make_view(hbias, {n}));
   }
-  // Max over 64 sampled outputs of |c - ref| / sum|a||b| (ref in double, with bias+gelu_tanh if asked).
-  double check(bool bias_gelu) const {
+  // Max over 64 sampled outputs of |c - ref| / sum|a||b| (ref in double, with bias+gelu_tanh if asked);
+  // b_kmajor: B's buffer holds [N, K] (C = A·Bᵀ of that buffer).
+  double check(bool bias_gelu, bool b_kmajor = false) const {
     const auto hc = c.to_vector();
     std::mt19937 g(7);
     double worst = 0;
@@ -116,7 +122,7 @@ struct gemm_problem {
       const index_t i = static_cast<index_t>(g() % static_cast<unsigned>(m)), j = static_cast<index_t>(g() % static_cast<unsigned>(n));
       double ref = 0, mag = 0;
       for (index_t p = 0; p < k; ++p) {
-        const double x = static_cast<float>(ha[i * k + p]), y = static_cast<float>(hb[p * n + j]);
+        const double x = static_cast<float>(ha[i * k + p]), y = static_cast<float>(b_kmajor ? hb[j * k + p] : hb[p * n + j]);
         ref += x * y, mag += std::fabs(x * y);
       }
       if (bias_gelu) {
@@ -145,7 +151,7 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
                         p.b.ref(), bias_gelu ? &br : nullptr, p.c.ref());
   });
   const double err = p.check(bias_gelu);
-  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;  // f16 output rounding; f32 accumulation
+  const double tol = check_tolerance(d);
   const std::string name = std::string(bias_gelu ? "gemm_bias_gelu_" : "gemm_") + dt + "_" + std::to_string(n);
   std::printf("  %s config: %s; sampled error %.2e (%s)\n", name.c_str(), cfg.str().c_str(), err, err <= tol ? "ok" : "FAIL");
   if (!forced) result(name, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
@@ -305,12 +311,13 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
   gemm_problem<T> p(ctx, sh.m, sh.n, sh.k);
   const double flop = 2.0 * sh.m * sh.n * sh.k, b_bytes = static_cast<double>(sh.k) * sh.n * sizeof(T);
   const std::string name = std::string("gemm_") + dt_name + "_" + sh.name();
-  const double tol = d == dtype::f16 ? 2e-3 : 1e-5;
+  const double tol = check_tolerance(d);
   auto time_cfg = [&](const vulkan::gemm_config& cfg, double* err, double warm_ms) {
     // Scratch of a split gemm is held per recorded call: cap the calls at 1 GiB of it.
     const double scratch = 4.0 * vulkan::gemm_splits_used(cfg, static_cast<std::uint64_t>(sh.k)) * sh.m * sh.n;
     const int max_reps = static_cast<int>(std::min(2000.0, (1 << 30) / std::max(scratch, 1.0)));
-    // The default gets 0.2 s of warm-up; the candidates after it 0.1 s (the GPU is warm by then).
+    // 0.5 s of warm-up for the default, 0.3 s for each candidate after it: the coopmat2 kernel's
+    // pipelines take seconds to build, and after 0.1 s the GPU was not back at its clock.
     const double ms = per_call_ms(ctx, [&](vulkan::stream& s) {
       vulkan::record_gemm(s, d, cfg, sh.m, sh.n, sh.k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
     }, max_reps, warm_ms);
@@ -320,7 +327,7 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
   const auto dflt = vulkan::knobs<>::gemm(ctx.info(), d, static_cast<std::uint64_t>(sh.m), static_cast<std::uint64_t>(sh.n),
                                           static_cast<std::uint64_t>(sh.k));
   double err = 0;
-  const double ms = time_cfg(dflt, &err, 200);
+  const double ms = time_cfg(dflt, &err, 500);
   std::printf("  %s default: %s; %.4f ms, %.2f TFLOP/s, B %.0f GB/s; sampled error %.2e (%s)\n", name.c_str(),
               dflt.str().c_str(), ms, flop / (ms * 1e-3) / 1e12, b_bytes / (ms * 1e-3) / 1e9, err, err <= tol ? "ok" : "FAIL");
   result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
@@ -330,7 +337,7 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
   std::string best_cfg = dflt.str() + " (default)";
   for (const auto& c : sweep_candidates(ctx.info(), d, sh)) {
     if (c.str() == dflt.str()) continue;
-    const double t = time_cfg(c, &err, 100);
+    const double t = time_cfg(c, &err, 300);
     std::printf("SWEEP %s %-62s %9.4f ms %8.2f TFLOP/s %7.0f GB/s %s\n", name.c_str(), c.str().c_str(), t,
                 flop / (t * 1e-3) / 1e12, b_bytes / (t * 1e-3) / 1e9, err <= tol ? "ok" : "WRONG");
     std::fflush(stdout);
@@ -338,6 +345,282 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
   }
   std::printf("BEST %s %s %.4f ms (default %.4f ms, %.2fx)\n", name.c_str(), best_cfg.c_str(), best, ms, ms / best);
   std::fflush(stdout);
+}
+
+/// `--coopmat2`: every coopmat2 config of the tuner's space (and the NV
+/// subgroup-scope default beside it) at the f16 prefill and square shapes,
+/// each on the same context, and the fused bias+gelu_tanh epilogue on the
+/// default config at 4096³; then bf16 with its default config (coopmat2 where
+/// the device has bf16 matrices) at 4096³ and 8192³, and bias+gelu_tanh at
+/// 4096³ (rows gemm_bf16_<shape>, gemm_bias_gelu_bf16_<shape>: torch_gemm.py
+/// times cuBLAS under the same names). GPU timestamps (a split gemm: both
+/// dispatches), median of 10 after 0.3 s of warm-up: a pipeline of this
+/// kernel takes seconds to build, and the GPU idles down meanwhile. `--smoke`:
+/// one small shape; its bf16 rows run on any device with 16-bit storage (the
+/// default config there), so that the bf16 path is exercised on lavapipe.
+void coopmat2_sweep(bool smoke) {
+  vulkan::context ctx;
+  const auto& d = ctx.info();
+  std::printf("coopmat2: %s; max workgroup %u, max dimension %u, reserved shared %u; shapes: %s\n",
+              d.nv_cooperative_matrix2 ? "yes" : "no", d.coopmat2_max_workgroup, d.coopmat2_max_dimension,
+              d.coopmat2_reserved_shared, vulkan::detail::coopmat2_shapes_str(d).c_str());
+  std::vector<gemm_shape> shapes{{4096, 4096, 4096}, {512, 4096, 4096}, {2048, 4096, 4096}, {4096, 11008, 4096},
+                                 {512, 14336, 4096}, {64, 4096, 4096}, {8192, 8192, 8192}};
+  std::vector<gemm_shape> bf16_shapes{{4096, 4096, 4096}, {8192, 8192, 8192}};
+  if (smoke) shapes = bf16_shapes = {{136, 264, 72}};
+  auto time = [&](auto& p, const vulkan::gemm_config& c, const gemm_shape& sh, dtype dt, bool bias_gelu, double* err) {
+    const vulkan::buffer_ref br = p.bias.ref();
+    const std::size_t per_call = vulkan::gemm_splits_used(c, static_cast<std::uint64_t>(sh.k)) > 1 ? 2 : 1;
+    const double ms = median_ms(ctx, [&](vulkan::stream& s) {
+      vulkan::record_gemm(s, dt, c, sh.m, sh.n, sh.k, 1.0f, 0.0f, bias_gelu ? fn::gelu_tanh : fn::identity, 0.0f, p.a.ref(),
+                          p.b.ref(), bias_gelu ? &br : nullptr, p.c.ref());
+    }, 10, per_call, 0.3);
+    *err = p.check(bias_gelu);
+    return ms;
+  };
+  // bf16: the default config (coopmat2 on a device with bf16 matrices), plain and with bias+gelu_tanh.
+  auto bf16_rows = [&] {
+    for (const auto& sh : bf16_shapes) {
+      gemm_problem<bfloat16> p(ctx, sh.m, sh.n, sh.k);
+      const double flop = 2.0 * sh.m * sh.n * sh.k;
+      const auto dflt = vulkan::knobs<>::gemm(d, dtype::bf16, static_cast<std::uint64_t>(sh.m),
+                                              static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+      for (const bool bias_gelu : {false, true}) {
+        if (bias_gelu && sh.m != bf16_shapes.front().m) continue;
+        double err = 0;
+        const double ms = time(p, dflt, sh, dtype::bf16, bias_gelu, &err);
+        const std::string name = std::string(bias_gelu ? "gemm_bias_gelu_bf16_" : "gemm_bf16_") + sh.name();
+        std::printf("  %s config: %s; sampled error %.2e (%s)\n", name.c_str(), dflt.str().c_str(), err,
+                    err <= check_tolerance(dtype::bf16) ? "ok" : "WRONG");
+        result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+      }
+    }
+  };
+  if (!vulkan::coopmat2_available(d, dtype::f16)) {
+    if (smoke && d.storage_16bit) bf16_rows();
+    return;
+  }
+  for (const auto& sh : shapes) {
+    gemm_problem<half> p(ctx, sh.m, sh.n, sh.k);
+    const double flop = 2.0 * sh.m * sh.n * sh.k;
+    // The tiles of the default's list and their neighbours (each pipeline is built once per context,
+    // then reused by the next shapes), split along K where the grid is thin.
+    std::vector<vulkan::gemm_config> cands;
+    using vulkan::gemm_kernel;
+    for (const vulkan::gemm_config& c : {vulkan::gemm_config{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 128, 128, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 256, 128, 32, 4, 0, 8, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 64, 64, 32, 2, 0, 4, 0, 8, 1},
+                                         {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1}})
+      for (std::uint32_t s : {1u, 2u, 4u, 8u}) {
+        vulkan::gemm_config x = c;
+        x.splits = s;
+        const std::uint64_t tiles = ((static_cast<std::uint64_t>(sh.m) + c.bm - 1) / c.bm) * ((static_cast<std::uint64_t>(sh.n) + c.bn - 1) / c.bn);
+        if (s > 1 && tiles * s > 1024) break;
+        if (vulkan::gemm_config_check(d, dtype::f16, x).empty()) cands.push_back(x);
+      }
+    const auto dflt = vulkan::gemm_default_config(d, dtype::f16, static_cast<std::uint64_t>(sh.m),
+                                                  static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k));
+    cands.insert(cands.begin(), dflt);
+    vulkan::device_info nv1 = d;
+    nv1.nv_cooperative_matrix2 = false;
+    cands.push_back(vulkan::gemm_default_config(nv1, dtype::f16, static_cast<std::uint64_t>(sh.m),
+                                                static_cast<std::uint64_t>(sh.n), static_cast<std::uint64_t>(sh.k)));
+    double best = 1e30;
+    vulkan::gemm_config best_cfg = cands.front();
+    for (std::size_t i = 0; i < cands.size(); ++i) {
+      const auto& c = cands[i];
+      if (i && c.str() == dflt.str()) continue;
+      double err = 0, ms = 0;
+      try {
+        ms = time(p, c, sh, dtype::f16, false, &err);
+      } catch (const vulkan::vulkan_error& e) {
+        std::printf("SWEEP gemm_f16_%s %-62s refused: %s\n", sh.name().c_str(), c.str().c_str(), e.what());
+        continue;
+      }
+      const bool ok = err <= 2e-3;
+      std::printf("SWEEP gemm_f16_%s %-62s %9.4f ms %8.2f TFLOP/s %s%s\n", sh.name().c_str(), c.str().c_str(), ms,
+                  flop / (ms * 1e-3) / 1e12, ok ? "ok" : "WRONG", i == 0 ? " (default)" : "");
+      std::fflush(stdout);
+      if (ok && ms < best) best = ms, best_cfg = c;
+    }
+    std::printf("BEST gemm_f16_%s %s %.4f ms %.2f TFLOP/s\n", sh.name().c_str(), best_cfg.str().c_str(), best,
+                flop / (best * 1e-3) / 1e12);
+    if (sh.m == 4096 && sh.n == 4096) {  // the fused epilogue on the default config
+      double err = 0;
+      const double ms = time(p, dflt, sh, dtype::f16, true, &err);
+      std::printf("SWEEP gemm_bias_gelu_f16_%s %-52s %9.4f ms %8.2f TFLOP/s %s\n", sh.name().c_str(), dflt.str().c_str(), ms,
+                  flop / (ms * 1e-3) / 1e12, err <= 2e-3 ? "ok" : "WRONG");
+    }
+  }
+  if (vulkan::coopmat2_available(d, dtype::bf16) || (smoke && d.storage_16bit)) bf16_rows();
+}
+
+/// `--coopmat2-variants`: the coopmat2 kernel's code-shape options (fast
+/// path or bounds-checked loads only, K steps unrolled per iteration) at
+/// 4096³ f16 for a few tiles, each pipeline built from the emitter directly;
+/// what chose the kernel's defaults. A pipeline the driver refuses is
+/// reported, not fatal.
+void coopmat2_variants() {
+  vulkan::context ctx;
+  const auto& d = ctx.info();
+  if (!vulkan::coopmat2_available(d, dtype::f16)) {
+    std::printf("coopmat2 variants: no workgroup-scope f16 matrices\n");
+    return;
+  }
+  const index_t n = 4096;
+  gemm_problem<half> p(ctx, n, n, n);
+  struct tile {
+    std::uint32_t bm, bn, bk, wg;
+  };
+  // The fast path at the defaults' tiles and unrolling, with the experiments' options: A and B
+  // through uvec4 pointers, and B stored [N, K] (read through a transposing view).
+  for (const tile t : {tile{128, 256, 32, 256}, tile{128, 128, 32, 128}, tile{128, 128, 64, 256}})
+    for (int opt = 0; opt < 4; ++opt)
+      for (std::uint32_t u : {t.wg == 256 ? 4u : 2u}) {
+        const int fast = 1;
+        vulkan::spirv::gemm_coopmat2_spec spec;
+        spec.unroll = u, spec.fast_path = true, spec.vec_pointers = opt & 1, spec.b_kmajor = (opt & 2) != 0;
+        vulkan::shader_variant v;
+        v.name = spec.name();
+        v.spirv = vulkan::spirv::gemm_coopmat2(spec);
+        char label[128];
+        std::snprintf(label, sizeof label, "%ux%ux%u/%u %s unroll %u%s%s", t.bm, t.bn, t.bk, t.wg, fast ? "fast" : "clamped", u,
+                      spec.vec_pointers ? " uvec4" : "", spec.b_kmajor ? " B[N,K]" : "");
+        try {
+          const auto& pl = ctx.get_pipeline(v, {4, 24, {0, 1, 2, 3, 4}}, {t.wg, t.bm, t.bn, t.bk, 8});
+          struct {
+            std::uint32_t m, n, k;
+            float alpha, beta, slope;
+          } pc{4096, 4096, 4096, 1.0f, 0.0f, 0.0f};
+          const double ms = median_ms(ctx, [&](vulkan::stream& s) {
+            s.dispatch(pl, {{p.a.ref()}, {p.b.ref()}, {p.a.ref()}, {p.c.ref(), true}}, &pc, sizeof pc,
+                       {static_cast<std::uint32_t>(n / t.bn), static_cast<std::uint32_t>(n / t.bm), 1}, "cm2");
+          }, 10, 1, 0.3);
+          const double err = p.check(false, spec.b_kmajor);
+          std::printf("VARIANT %-44s %8.4f ms %8.2f TFLOP/s %s%s%s\n", label, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12,
+                      err <= 2e-3 ? "ok" : "WRONG", pl.statistics.empty() ? "" : "\n  stats: ", pl.statistics.c_str());
+        } catch (const std::exception& e) {
+          std::printf("VARIANT %-44s refused: %s\n", label, e.what());
+        }
+        std::fflush(stdout);
+      }
+}
+
+/// The tensor-core ceiling of the instructions Vulkan exposes here: matrix
+/// multiply-adds on operands already in registers, no memory traffic in the
+/// loop. NV (GL_NV_cooperative_matrix, glslang): each subgroup holds 4 A and
+/// 2 B 16×16×16 f16 fragments and 8 f32 accumulators, as the gemm kernel's
+/// warp tile; coopmat2 (workgroup scope, kforge's SPIR-V): one BM×BK A, one
+/// BK×BN B and the BM×BN accumulator per workgroup. TFLOP/s over the
+/// multiply-adds issued; one workgroup's result is stored so none is dead.
+void mma_probes() {
+  vulkan::context ctx;
+  const auto& d = ctx.info();
+  vulkan::device_tensor<float> out(ctx, {1 << 20});
+  const std::uint32_t groups = 132 * 16;
+  if (vulkan::coopmat_f16_available(d)) {
+    vulkan::shader_variant v;
+    v.name = "probe_mma_nv";
+    v.source = R"glsl(#version 450
+#extension GL_NV_cooperative_matrix : require
+#extension GL_KHR_memory_scope_semantics : require
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_EXT_control_flow_attributes : require
+layout(local_size_x_id = 0) in;
+layout(std430, binding = 0) buffer Out { float o[]; };
+layout(push_constant) uniform P { uint iters; } pc;
+shared float16_t sm[16 * 16 * 6];
+void main() {
+  for (uint i = gl_LocalInvocationID.x; i < 16 * 16 * 6; i += gl_WorkGroupSize.x) sm[i] = float16_t(float(i % 7) * 0.01);
+  barrier();
+  fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> a[4], b[2];
+  fcoopmatNV<32, gl_ScopeSubgroup, 16, 16> acc[8];
+  for (uint i = 0; i < 4; ++i) coopMatLoadNV(a[i], sm, i * 256, 16, false);
+  for (uint j = 0; j < 2; ++j) coopMatLoadNV(b[j], sm, (4 + j) * 256, 16, false);
+  for (uint i = 0; i < 8; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
+  for (uint it = 0; it < pc.iters; ++it)
+    [[unroll]] for (uint i = 0; i < 4; ++i)
+      [[unroll]] for (uint j = 0; j < 2; ++j) acc[i * 2 + j] = coopMatMulAddNV(a[i], b[j], acc[i * 2 + j]);
+  for (uint i = 1; i < 8; ++i) acc[0] = acc[0] + acc[i];
+  coopMatStoreNV(acc[0], o, (gl_WorkGroupID.x * gl_NumSubgroups + gl_SubgroupID) * 256 % (1u << 20), 16, false);
+}
+)glsl";
+    const std::uint32_t wg = 256, iters = 4096;
+    const auto& pl = ctx.get_pipeline(v, {1, 4, {0}}, {wg});
+    const double ms = median_ms(ctx, [&](vulkan::stream& s) { s.dispatch(pl, {{out.ref(), true}}, &iters, 4, {groups, 1, 1}, "probe"); },
+                                10, 1, 0.3);
+    const double flop = 2.0 * 16 * 16 * 16 * 8 * iters * (wg / 32) * groups;
+    std::printf("PROBE mma NV subgroup 16x16x16 f16->f32, 8 warps x 8 accumulators: %.3f ms %.1f TFLOP/s%s%s\n", ms,
+                flop / (ms * 1e-3) / 1e12, pl.statistics.empty() ? "" : "\n  stats: ", pl.statistics.c_str());
+  }
+  if (vulkan::coopmat2_available(d, dtype::f16)) {
+    namespace sp = vulkan::spirv;
+    struct tile {
+      std::uint32_t bm, bn, bk, wg;
+    };
+    for (const tile t : {tile{128, 128, 32, 128}, tile{128, 128, 32, 256}, tile{128, 256, 32, 256}, tile{128, 128, 64, 256},
+                         tile{256, 128, 32, 256}, tile{64, 64, 32, 128}}) {
+      sp::module_builder mb;
+      for (sp::word c : {sp::cap::shader, sp::cap::vulkan_memory_model, sp::cap::storage_buffer_16bit, sp::cap::float16,
+                         sp::cap::cooperative_matrix_khr})
+        mb.capability(c);
+      mb.extension("SPV_KHR_cooperative_matrix");
+      mb.memory_model_vulkan();
+      const sp::id u32 = mb.type_uint(), f32 = mb.type_float(32), f16 = mb.type_float(16);
+      const sp::id st = mb.type_struct({mb.type_runtime_array(f32, 4)});
+      mb.decorate(st, sp::decoration::block);
+      mb.member_decorate(st, 0, sp::decoration::offset, {0});
+      const sp::id buf = mb.global(sp::storage::storage_buffer, st);
+      mb.decorate(buf, sp::decoration::descriptor_set, {0});
+      mb.decorate(buf, sp::decoration::binding, {0});
+      const sp::id pt = mb.type_struct({u32});
+      mb.decorate(pt, sp::decoration::block);
+      mb.member_decorate(pt, 0, sp::decoration::offset, {0});
+      const sp::id push = mb.global(sp::storage::push_constant, pt);
+      const sp::id wgx = mb.spec_uint(0, t.wg);
+      const sp::id zero = mb.const_uint(0), one = mb.const_uint(1), scope = mb.const_uint(2);
+      const sp::id ta = mb.type_coopmat(f16, scope, mb.const_uint(t.bm), mb.const_uint(t.bk), mb.const_uint(sp::use_a));
+      const sp::id tb = mb.type_coopmat(f16, scope, mb.const_uint(t.bk), mb.const_uint(t.bn), mb.const_uint(sp::use_b));
+      const sp::id tc = mb.type_coopmat(f32, scope, mb.const_uint(t.bm), mb.const_uint(t.bn), mb.const_uint(sp::use_accumulator));
+      const sp::id a = mb.const_composite(ta, {mb.const_bits(f16, 0x2000)}), b = mb.const_composite(tb, {mb.const_bits(f16, 0x2000)});
+      const sp::id fn = mb.begin_function(mb.type_void(), mb.type_function(mb.type_void(), {}));
+      mb.label(mb.new_label());
+      const sp::id it = mb.local(u32), acc = mb.local(tc);
+      mb.store(acc, mb.const_composite(tc, {mb.const_float(0.0f)}));
+      const sp::id n = mb.load(u32, mb.access(mb.type_pointer(sp::storage::push_constant, u32), push, {zero}));
+      mb.for_loop(it, zero, n, one, [&] {
+        mb.store(acc, mb.inst(sp::op::cooperative_matrix_mul_add_khr, tc, {a, b, mb.load(tc, acc)}));
+      });
+      mb.inst_void(sp::op::cooperative_matrix_store_khr,
+                   {mb.access(mb.type_pointer(sp::storage::storage_buffer, f32), buf, {zero, zero}), mb.load(tc, acc), zero,
+                    mb.const_uint(t.bn)});
+      mb.ret();
+      mb.end_function();
+      mb.entry_point(fn, mb.interface());
+      mb.execution_mode_id(fn, 38, {wgx, one, one});
+      vulkan::shader_variant v;
+      char name[64];
+      std::snprintf(name, sizeof name, "probe_mma_cm2_%ux%ux%u_%u", t.bm, t.bn, t.bk, t.wg);
+      v.name = name;
+      v.spirv = mb.words(0x00010600u);
+      const std::uint32_t iters = 512;
+      try {
+        const auto& pl = ctx.get_pipeline(v, {1, 4, {0}}, {t.wg});
+        const double ms = median_ms(ctx, [&](vulkan::stream& s) { s.dispatch(pl, {{out.ref(), true}}, &iters, 4, {groups, 1, 1}, "probe"); },
+                                    10, 1, 0.3);
+        const double flop = 2.0 * t.bm * t.bn * t.bk * iters * groups;
+        std::printf("PROBE mma coopmat2 workgroup %ux%ux%u, %u invocations: %.3f ms %.1f TFLOP/s%s%s\n", t.bm, t.bn, t.bk, t.wg, ms,
+                    flop / (ms * 1e-3) / 1e12, pl.statistics.empty() ? "" : "\n  stats: ", pl.statistics.c_str());
+      } catch (const std::exception& e) {
+        std::printf("PROBE mma coopmat2 %s refused: %s\n", name, e.what());
+      }
+      std::fflush(stdout);
+    }
+  }
 }
 
 // smoke: N, K and the copy 1/16 as large, M of the large shapes too (a
@@ -508,6 +791,18 @@ int main(int argc, char** argv) {
   std::printf("%s", vulkan::devices_text().c_str());
   std::printf("using: %s; NV coopmat 16x16x16 f16: %s\n", ctx.info().name.c_str(),
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
+  if (mode == "--mma-probes") {
+    mma_probes();
+    return 0;
+  }
+  if (mode == "--coopmat2-variants") {
+    coopmat2_variants();
+    return 0;
+  }
+  if (mode == "--coopmat2") {
+    coopmat2_sweep(argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
   if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
     gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
     return 0;
@@ -556,6 +851,10 @@ int main(int argc, char** argv) {
       for (index_t n : {1024, 2048, 4096, 8192}) gemm_case<half>(ctx, "f16", n);
     gemm_case<float>(ctx, "f32", 4096, nullptr, true);
     if (ctx.info().storage_16bit) gemm_case<half>(ctx, "f16", 4096, nullptr, true);
+    if (ctx.info().storage_16bit) {  // bf16 (the dtype models ship in): its default config, coopmat2 where available
+      for (index_t n : {4096, 8192}) gemm_case<bfloat16>(ctx, "bf16", n);
+      gemm_case<bfloat16>(ctx, "bf16", 4096, nullptr, true);
+    }
   };
   auto memory = [&](vulkan::context& ctx, const std::string& suffix) {
     // Memory-bound cases: 8192 x 8192 f32 (256 MiB per tensor); GB/s counts each tensor read or written once.

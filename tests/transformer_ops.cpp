@@ -1,7 +1,7 @@
 // tests/transformer_ops.cpp — the transformer-block ops' typed errors,
-// kv_append's in-place property, embedding's ids and topk's order on the CPU
-// policies (eigen, blocked, threaded); their numerics run through the
-// validation suite's catalog.
+// kv_append's in-place property, attention's kv_len, embedding's ids and
+// topk's order on the CPU policies (eigen, blocked, threaded); their numerics
+// run through the validation suite's catalog.
 #include "transformer_ops_checks.hpp"
 
 namespace tc = transformer_checks;
@@ -17,6 +17,11 @@ TEST_CASE_TEMPLATE("kv_append: writes rows [pos, pos + T) and nothing else; type
   tc::check_kv_append_in_place<P, kforge::half>();
   tc::check_kv_append_in_place<P, kforge::bfloat16>();
   tc::check_kv_append_errors<P>();
+}
+
+TEST_CASE_TEMPLATE("attention kv_len: keys [0, kv_len) of a longer cache; zero keys; typed errors", P, policy::eigen,
+                   policy::blocked<>, policy::threaded<>) {
+  tc::check_attention_kv_len<P>();
 }
 
 TEST_CASE_TEMPLATE("embedding: known rows, strided ids; ids out of range and wrong shapes are typed errors", P,

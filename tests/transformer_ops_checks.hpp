@@ -1,10 +1,10 @@
 // tests/transformer_ops_checks.hpp — the checks of the transformer-block ops
 // that the validation suite cannot make (it runs the catalog's problems on
 // every backend): the typed errors of bad input, kv_append's in-place
-// property on a cache with a recognisable value in every element, embedding's
-// strided ids and its ids out of range, topk's order (ties, NaN, signed
-// zeros) written out by hand. One body
-// per property, run for every policy by tests/transformer_ops.cpp (CPU) and
+// property on a cache with a recognisable value in every element, attention's
+// kv_len, embedding's strided ids and its ids out of range, topk's order
+// (ties, NaN, signed zeros) written out by hand. One body per property, run
+// for every policy by tests/transformer_ops.cpp (CPU) and
 // tests/vulkan_transformer_ops.cpp.
 #pragma once
 
@@ -230,6 +230,57 @@ void check_topk_errors() {
   CHECK_THROWS_AS(run<P>(op::topk<float>{1}, tensor_view<const float>(x.data(), shape{}), tensor_view<float>(v.data(), shape{1}),
                          tensor_view<std::int32_t>(i.data(), shape{1})),
                   shape_error);
+}
+
+/// attention's kv_len: keys [0, kv_len) of a longer cache whose other rows
+/// hold NaN and Inf give what attention over exactly those keys gives; 0
+/// keys give zeros; a kv_len outside [0, L] (or below -1) is an
+/// argument_error naming it and L. Two sequences, so that a cache row stride
+/// taken as kv_len's would read the wrong rows.
+template <class P>
+void check_attention_kv_len() {
+  const index_t b = 2, s = 3, h = 4, hkv = 2, d = 8, lmax = 9, kv = 5;
+  std::vector<float> q(static_cast<std::size_t>(b * s * h * d)), kc(static_cast<std::size_t>(b * lmax * hkv * d)),
+      vc(kc.size()), ks(static_cast<std::size_t>(b * kv * hkv * d)), vs(ks.size());
+  for (std::size_t i = 0; i < q.size(); ++i) q[i] = std::sin(0.37f * static_cast<float>(i));
+  for (index_t bi = 0; bi < b; ++bi)
+    for (index_t l = 0; l < lmax; ++l)
+      for (index_t e = 0; e < hkv * d; ++e) {
+        const std::size_t i = static_cast<std::size_t>((bi * lmax + l) * hkv * d + e);
+        const float kval = std::cos(0.11f * static_cast<float>(i)), vval = std::sin(0.07f * static_cast<float>(i) + 1.0f);
+        kc[i] = l < kv ? kval : std::numeric_limits<float>::quiet_NaN();
+        vc[i] = l < kv ? vval : std::numeric_limits<float>::infinity();
+        if (l < kv) {
+          ks[static_cast<std::size_t>((bi * kv + l) * hkv * d + e)] = kval;
+          vs[static_cast<std::size_t>((bi * kv + l) * hkv * d + e)] = vval;
+        }
+      }
+  std::vector<float> o(q.size(), -7.0f), ref(q.size(), -9.0f);
+  const shape qs{b, s, h, d}, cs{b, lmax, hkv, d};
+  for (bool causal : {false, true}) {
+    op::attention<float> a{.causal = causal, .layout = attention_layout::bshd};
+    run<policy::eigen>(a, tensor_view<const float>(q.data(), qs), tensor_view<const float>(ks.data(), shape{b, kv, hkv, d}),
+                       tensor_view<const float>(vs.data(), shape{b, kv, hkv, d}), tensor_view<float>(ref.data(), qs));
+    a.kv_len = kv;
+    run<P>(a, tensor_view<const float>(q.data(), qs), tensor_view<const float>(kc.data(), cs),
+           tensor_view<const float>(vc.data(), cs), tensor_view<float>(o.data(), qs));
+    double err = 0;
+    for (std::size_t i = 0; i < o.size(); ++i) err = std::isfinite(o[i]) ? std::max(err, std::fabs(double(o[i]) - ref[i])) : 1e30;
+    CHECK_MESSAGE(err < 1e-5, "causal " << causal << ": max error " << err);
+  }
+  op::attention<float> none{.layout = attention_layout::bshd, .kv_len = 0};
+  run<P>(none, tensor_view<const float>(q.data(), qs), tensor_view<const float>(kc.data(), cs),
+         tensor_view<const float>(vc.data(), cs), tensor_view<float>(o.data(), qs));
+  CHECK(std::all_of(o.begin(), o.end(), [](float x) { return x == 0.0f; }));
+  for (index_t bad : {index_t{-2}, lmax + 1}) {
+    op::attention<float> a{.layout = attention_layout::bshd, .kv_len = bad};
+    const std::string m = message_of<argument_error>([&] {
+      run<P>(a, tensor_view<const float>(q.data(), qs), tensor_view<const float>(kc.data(), cs),
+             tensor_view<const float>(vc.data(), cs), tensor_view<float>(o.data(), qs));
+    });
+    CHECK(m.find("kforge::attention: kv_len " + std::to_string(bad)) != std::string::npos);
+    CHECK(m.find("L = 9") != std::string::npos);
+  }
 }
 
 }  // namespace transformer_checks

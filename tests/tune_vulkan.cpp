@@ -74,7 +74,7 @@ TEST_CASE("vulkan tuning: valid_configs are the backend's configs the device run
     if (dt == kforge::dtype::f16 && !ctx->info().storage_16bit) continue;
     const auto cfgs = kforge::vulkan::valid_configs(*ctx, dt);
     REQUIRE(!cfgs.empty());
-    const auto dev = dt == kforge::dtype::bf16 ? kforge::dtype::f32 : dt;
+    const auto dev = kforge::vulkan::device_dtype(ctx->info(), dt);  // bf16 as bf16, or f32 without 16-bit storage
     for (const auto& c : cfgs) CHECK(kforge::vulkan::gemm_config_check(ctx->info(), dev, c).empty());
     kforge::problem p = gemm_problem(33, 17, 40);
     p.type = dt;

@@ -146,7 +146,7 @@ struct attention_kernel {
   index_t mask_shift = 0;
   void operator()(const problem& p, std::vector<host_tensor>& ts) const {
     const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
-    const index_t l = attention_traits::keys(p), hk = attention_traits::kv_heads(p);
+    const index_t l = attention_traits::attended(p), hk = attention_traits::kv_heads(p);
     const bool bshd = attention_traits::layout(p) == attention_layout::bshd;
     const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(static_cast<double>(d));
     auto at = [&](const host_tensor& x, index_t bi, index_t hi, index_t row, index_t e) {

@@ -38,23 +38,30 @@ inline std::string test_cache_dir() {
 /// hangs still ends, 60 s later; the timeout's own test sets its own.
 inline constexpr std::chrono::milliseconds test_wait_timeout{60000};
 
-/// The default context for tests, or nullptr (with a printed reason) when no
-/// Vulkan device exists. Validation is on wherever the layer is installed.
+/// The options of the tests' default context: validation on wherever the
+/// layer is installed, test_wait_timeout, a private cache directory. A test
+/// executable may change them before its first test (static initialisation:
+/// tests/vulkan_bf16_fallback.cpp turns 16-bit storage off).
+inline vulkan::context_options& test_options() {
+  static vulkan::context_options o{.validation = vulkan::validation_layer_available() ? 1 : 0,
+                                   .timeout = test_wait_timeout, .cache_dir = test_cache_dir()};
+  return o;
+}
+
+/// The default context for tests (test_options()), or nullptr (with a printed
+/// reason) when no Vulkan device exists.
 inline vulkan::context* test_context() {
   static vulkan::context* ctx = [] () -> vulkan::context* {
     try {
       if (!vulkan::validation_layer_available())
         std::printf("kforge vulkan tests: VK_LAYER_KHRONOS_validation not installed; running without it\n");
-      return &vulkan::reset_default_context({.validation = vulkan::validation_layer_available() ? 1 : 0,
-                                             .timeout = test_wait_timeout, .cache_dir = test_cache_dir()});
+      return &vulkan::reset_default_context(test_options());
     } catch (const vulkan::no_device& e) {
       std::printf("kforge vulkan tests skipped: %s\n", e.what());
       return nullptr;
     }
   }();
-  if (ctx && ctx->lost())
-    ctx = &vulkan::reset_default_context({.validation = vulkan::validation_layer_available() ? 1 : 0,
-                                          .timeout = test_wait_timeout, .cache_dir = test_cache_dir()});
+  if (ctx && ctx->lost()) ctx = &vulkan::reset_default_context(test_options());
   return ctx;
 }
 

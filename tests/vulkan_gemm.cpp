@@ -5,7 +5,7 @@
 // with NaN first so an unwritten element fails. The decode kernel (gemv) and
 // K splits through the 10-case validation suite at the shape-class
 // boundaries (M = 1, 2, 7, 15, 16, 17; odd N and K; K not a multiple of the
-// split; every epilogue; alpha/beta; f32 and f16), through policy::vulkan<>'s
+// split; every epilogue; alpha/beta; f32, f16 and bf16), through policy::vulkan<>'s
 // default as well as forced configs. Also: which config the default picks
 // per shape class, and that the cooperative-matrix kernel (split or not)
 // compiles and matches its interface on any machine (lavapipe has no
@@ -71,9 +71,9 @@ void config_case(vulkan::context& ctx, const vulkan::gemm_config& cfg, index_t m
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
-  if (dtype_of<T>() == dtype::f16 && !ctx->info().storage_16bit) {
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
     MESSAGE("skipped: no 16-bit storage");
     return;
   }
@@ -100,6 +100,11 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half) {
     }
     if (cfg.kernel == vulkan::gemm_kernel::gemv && ((cfg.splits != 1 && cfg.splits != 16) || (cpu && cfg.bm * cfg.tn > 32)))
       continue;
+    // coopmat2 pipelines take seconds each to build on the H100: its tiles with K step 32, the
+    // default unrolling and tile order, unsplit or split in 2 (vk_bench --coopmat2 checks the rest).
+    if (cfg.kernel == vulkan::gemm_kernel::coopmat2 &&
+        (cfg.bk != 32 || cfg.group_m != 8 || cfg.tm != (cfg.warps == 8 ? 4u : 2u) || cfg.splits > 2))
+      continue;
     CAPTURE(cfg.str());
     if (!cpu) std::printf("  %s %s\n", to_string(dtype_of<T>()).data(), cfg.str().c_str()), std::fflush(stdout);
     ++checked;
@@ -109,6 +114,15 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half) {
     // Odd K and N: scalar loads, partial K tile too.
     config_case<T, epilogue::bias_gelu_tanh>(*ctx, cfg, 67, 45, 33, 0.0f, seed++);
   }
+  // coopmat2's fast path (tiles inside M×N, rows aligned): K long enough for its unrolled loop and a
+  // remainder past it, every epilogue through the per-element function, beta too.
+  if (vulkan::coopmat2_available(ctx->info(), dtype_of<T>()))
+    for (const auto& cfg : cfgs)
+      if (cfg.kernel == vulkan::gemm_kernel::coopmat2 && cfg.splits == 1 && cfg.group_m == 8) {
+        config_case<T, epilogue::bias_gelu>(*ctx, cfg, 264, 136, 1000, 0.0f, seed++);
+        config_case<T, epilogue::silu>(*ctx, cfg, 256, 264, 520, -0.75f, seed++);
+        break;
+      }
   // beta and a fused epilogue on the default choice of a larger problem.
   config_case<T, epilogue::bias_relu>(*ctx, vulkan::gemm_default_config(ctx->info(), dtype_of<T>(), 300, 300, 96), 300,
                                       300, 96, 0.5f, seed++);
@@ -154,10 +168,10 @@ void suite_case(vulkan::context& ctx, dtype dt, index_t m, index_t n, index_t k,
 // loads); K odd and K a multiple of 4 but not of any split's K step;
 // policy::vulkan<>'s default at every M, forced configs (K split or not) at
 // M = 1, 7, 16, 17; every epilogue, alpha and beta.
-TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the decode boundary", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the decode boundary", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   const dtype dt = dtype_of<T>();
-  if (dt == dtype::f16 && !ctx->info().storage_16bit) {
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
     MESSAGE("skipped: no 16-bit storage");
     return;
   }
@@ -229,8 +243,11 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
   const bool gemv_ok = vulkan::gemm_config_check(d, dtype::f32, vulkan::gemv_default_config(dtype::f32, 1, 4096, 4096)).empty();
   for (const dtype dt : {dtype::f32, dtype::f16}) {
     CAPTURE(to_string(dt));
-    const bool coop = dt == dtype::f16 && vulkan::coopmat_f16_available(d);
-    const gemm_kernel tile = coop ? gemm_kernel::coopmat_f16 : gemm_kernel::tiled;
+    // f16 tiles run on cooperative matrices: workgroup-scope (coopmat2) where the device has them,
+    // else the NV subgroup-scope kernel.
+    const bool coop2 = vulkan::coopmat2_available(d, dt);
+    const bool coop = coop2 || (dt == dtype::f16 && vulkan::coopmat_f16_available(d));
+    const gemm_kernel tile = coop2 ? gemm_kernel::coopmat2 : coop ? gemm_kernel::coopmat_f16 : gemm_kernel::tiled;
     // Decode: gemv up to 8 rows (4 where f16 runs on cooperative matrices),
     // rows per workgroup the next power of two, K split to fill the device.
     const std::uint64_t last_gemv = coop ? 4 : 8;
@@ -267,7 +284,7 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
     CHECK(full.splits == 1);
     CHECK(full.bm == 128);
     CHECK(K0::gemm(d, dt, 4096, 11008, 4096).splits == 1);
-    CHECK(K0::gemm(d, dt, 4096, 11008, 4096).bn == 128);
+    CHECK(K0::gemm(d, dt, 4096, 11008, 4096).bn == (coop2 ? 256u : 128u));  // coopmat2's wide tile on full grids
   }
   // f32 register tiles: 8×8 per invocation on a full grid.
   CHECK(K0::gemm(d, dtype::f32, 4096, 4096, 4096).tm * K0::gemm(d, dtype::f32, 4096, 4096, 4096).tn == 64);
@@ -279,9 +296,11 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
   CHECK(K2::gemm(d, dtype::f32, 64, 64, 64).kernel == gemm_kernel::generic);
   using Koff = vulkan::knobs<policy::coopmat<false>>;
   CHECK(Koff::gemm(d, dtype::f16, 4096, 4096, 4096).kernel != gemm_kernel::coopmat_f16);
+  CHECK(Koff::gemm(d, dtype::f16, 4096, 4096, 4096).kernel != gemm_kernel::coopmat2);
   if (vulkan::coopmat_f16_available(d)) {
     using Kon = vulkan::knobs<policy::coopmat<true>>;
-    CHECK(Kon::gemm(d, dtype::f16, 1, 4096, 4096).kernel == gemm_kernel::coopmat_f16);  // decode on tensor cores too
+    const auto dec = Kon::gemm(d, dtype::f16, 1, 4096, 4096).kernel;  // decode on tensor cores too
+    CHECK((dec == gemm_kernel::coopmat_f16 || dec == gemm_kernel::coopmat2));
   } else {
     using Kon = vulkan::knobs<policy::coopmat<true>>;
     CHECK_THROWS_AS(Kon::gemm(d, dtype::f16, 64, 64, 64), unsupported_error);
@@ -290,7 +309,7 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
     CHECK(!vulkan::gemm_config_check(d, dtype::f16, c).empty());
   }
   // Every default is a config the device runs.
-  for (const dtype dt : {dtype::f32, dtype::f16})
+  for (const dtype dt : {dtype::f32, dtype::f16, dtype::bf16})
     for (const std::uint64_t m : {1u, 4u, 5u, 8u, 9u, 16u, 17u, 100u, 512u, 4096u})
       for (const std::uint64_t n : {1u, 67u, 4096u, 128256u})
         for (const std::uint64_t k : {1u, 300u, 14336u}) {

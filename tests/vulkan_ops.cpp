@@ -1,7 +1,8 @@
 // tests/vulkan_ops.cpp — every op through policy::vulkan against the Eigen
-// reference, f32 and f16 (bf16 for a few: computed as f32 on the device), on
-// shapes that are not multiples of any tile, with the validation layer on and
-// zero messages allowed. Sizes stay small: lavapipe is slow.
+// reference, f32, f16 and bf16 (bf16 storage on the device where it has
+// 16-bit storage, else computed as f32), on shapes that are not multiples of
+// any tile, with the validation layer on and zero messages allowed. Sizes
+// stay small: lavapipe is slow.
 #include "vulkan_common.hpp"
 
 #include <spirv-tools/libspirv.hpp>
@@ -61,7 +62,7 @@ void gemm_case(index_t m, index_t n, index_t k, float alpha, float beta, unsigne
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan gemm matches eigen on odd shapes", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan gemm matches eigen on odd shapes", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   const index_t shapes[][3] = {{1, 1, 1}, {3, 7, 17}, {17, 33, 7}, {100, 3, 33}, {1, 100, 65}, {65, 1, 3}, {33, 17, 0}};
   unsigned seed = 1;
@@ -116,7 +117,7 @@ void unary_case(const std::vector<float>& xf, shape s) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan unary ops match eigen, NaN propagates", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan unary ops match eigen, NaN propagates", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   auto x = random_floats(3 * 7 * 17, 11, -4, 4);
   x[0] = nan_f, x[1] = inf_f, x[2] = -inf_f, x[3] = 0.0f, x[4] = 1e-3f, x[5] = -9.0f, x[6] = 30.0f;
@@ -151,7 +152,7 @@ void binary_case(shape sa, shape sb, unsigned seed) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan binary ops with broadcasting match eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan binary ops with broadcasting match eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   binary_case<T, binop::add>({7, 17}, {7, 17}, 1);
   binary_case<T, binop::sub>({3, 1, 17}, {7, 1}, 2);
@@ -182,7 +183,7 @@ void reduce_case(shape s, int axis, unsigned seed, bool with_nan) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan reductions match eigen, max/min propagate NaN", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan reductions match eigen, max/min propagate NaN", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   reduce_case<T, reduce_fn::sum>({7, 100}, -1, 1, false);
   reduce_case<T, reduce_fn::mean>({3, 33, 7}, 1, 2, false);
@@ -194,7 +195,7 @@ TEST_CASE_TEMPLATE("vulkan reductions match eigen, max/min propagate NaN", T, fl
   KFT_NO_VALIDATION_MESSAGES();
 }
 
-TEST_CASE_TEMPLATE("vulkan softmax, layer_norm, rms_norm match eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan softmax, layer_norm, rms_norm match eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   for (auto s : {shape{1, 1}, shape{7, 3}, shape{3, 17, 33}, shape{2, 1000}, shape{100, 7}}) {
     auto xf = random_floats(static_cast<std::size_t>(s.numel()), 7, -5, 5);
@@ -225,7 +226,7 @@ TEST_CASE_TEMPLATE("vulkan softmax, layer_norm, rms_norm match eigen", T, float,
   KFT_NO_VALIDATION_MESSAGES();
 }
 
-TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   struct cfg {
     index_t n, c, h, w, k, r, s;
@@ -293,7 +294,7 @@ std::vector<T> attention_case(const attn_case& c, unsigned seed, const std::func
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, causal S < L and S > L, decode", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, causal S < L and S > L, decode", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   const auto& info = ctx->info();
   const bool coop = dtype_of<T>() == dtype::f16 && vulkan::coopmat_f16_available(info);
@@ -334,7 +335,7 @@ TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, cau
   KFT_NO_VALIDATION_MESSAGES();
 }
 
-TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach the output, on every kernel", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach the output, on every kernel", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   // Causal: V row 40 (of its KV head) is Inf in column 3; rows before 40 must be finite and match Eigen.
   const attn_case cases[] = {{1, 2, 1, 70, 90, 64, 64, true},          // scalar (f32), coopmat (f16 with tensor cores)

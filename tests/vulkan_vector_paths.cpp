@@ -66,7 +66,7 @@ void rows_case(shape s, unsigned seed) {
 }
 }  // namespace
 
-TEST_CASE_TEMPLATE("vulkan vector unary and binary ops match eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan vector unary and binary ops match eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   auto x = random_floats(4 * 1030, 21, -4, 4);
   x[0] = nan_f, x[1] = inf_f, x[2] = -inf_f, x[3] = 0.0f, x[4097] = nan_f;
@@ -80,7 +80,7 @@ TEST_CASE_TEMPLATE("vulkan vector unary and binary ops match eigen", T, float, h
   KFT_NO_VALIDATION_MESSAGES();
 }
 
-TEST_CASE_TEMPLATE("vulkan register-resident row kernels match eigen", T, float, half) {
+TEST_CASE_TEMPLATE("vulkan register-resident row kernels match eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   rows_case<T>({3, 4}, 1);      // one vector per row, most invocations idle
   rows_case<T>({5, 4100}, 2);   // 1025 vectors: 8 per invocation, the last partly empty

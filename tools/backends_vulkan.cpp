@@ -36,10 +36,11 @@ void with_view(host_tensor& t, F&& f) {
 }
 
 /// The device-resident timing of resident_timing's comment: each operand a
-/// device tensor of its own element type (vulkan/problem.hpp). Calls are
-/// recorded in batches that fit the stream's timestamp queries; each batch is
-/// submitted twice and the second submission is timed (the first warms
-/// pipelines, caches and clocks), as bench/vk_models.cpp does.
+/// device tensor of its own element type as the device stores it
+/// (vulkan/problem.hpp, vulkan::device_dtype). Calls are recorded in batches
+/// that fit the stream's timestamp queries; each batch is submitted twice and
+/// the second submission is timed (the first warms pipelines, caches and
+/// clocks), as bench/vk_models.cpp does.
 resident_timing time_resident(const problem& p, const std::vector<host_tensor>& given, int reps) {
   vulkan::context& ctx = vulkan::default_context();
   const auto specs = operands(p);

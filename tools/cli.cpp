@@ -18,8 +18,10 @@ namespace {
 const std::vector<std::string> value_options = {
     "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
     "total-timeout-ms", "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed",
-    "vs", "strategy", "budget", "trials", "device", "roofline"};
-const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated"};
+    "vs", "strategy", "budget", "trials", "device", "roofline", "preset", "layers", "prefill", "decode", "verify-decode",
+    "baseline", "compare", "max-slowdown", "time-floor-us"};
+const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated",
+                                               "no-verify"};
 
 /// Every op family's option of this name (a name may serve several families, e.g. --slope).
 std::vector<const cli_option*> family_options(std::string_view name) {

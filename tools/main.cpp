@@ -1,6 +1,6 @@
 // tools/main.cpp — the kforge command-line tool: help and dispatch.
 //
-//   kforge devices | run | validate | bench | demo | gen | mutate | tune | cache
+//   kforge devices | run | validate | bench | demo | transformer | gen | mutate | tune | cache
 //   (kforge <command> --help)
 //
 // Exit codes: 0 ok, 1 validation failed / kernel rejected, 2 usage error,
@@ -20,6 +20,7 @@ int cmd_run(const args& a);
 int cmd_validate(const args& a);
 int cmd_bench(const args& a);
 int cmd_demo(const args& a);
+int cmd_transformer(const args& a);
 #if defined(KFORGE_TOOL_HAS_TUNE)
 // The tuner's commands (cmd_tune.cpp, cmd_cache.cpp); they print their own
 // one-line errors and return the exit code.
@@ -53,6 +54,7 @@ commands:
   validate   run the 10-case validation suite for one op against the Eigen reference
   bench      time one op on several policies; medians and ratios vs a peer
   demo       the default problem set on every available policy, validated, as a table
+  transformer  a decoder from a preset (tiny, gpt2-small, llama3-8b) on a policy: verified stage by stage, timed
   gen        generate GLSL kernels for one op (LLM or offline templates), admit only validated ones
   mutate     check that the validation gate rejects plausible-but-wrong kernels (mutation testing)
   tune       search a backend's knobs for one problem; store the winner in the tuning cache
@@ -135,6 +137,32 @@ const std::map<std::string, std::string>& command_help() {
               "and the Vulkan device where there is one; exit 1 if none). --device TEXT keeps the entries\n"
               "whose device contains TEXT (e.g. --device vulkan). clear: remove every entry, or those whose\n"
               "device contains --device. See docs/TUNING.md for the format.\n"},
+    {"transformer",
+     "usage: kforge transformer --preset tiny|gpt2-small|llama3-8b [--layers N] [--prefill T] [--decode T] [--dtype f32|f16|bf16]\n"
+     "                          [--policy eigen|blocked|threaded|autotune|vulkan] [--reps N] [--verify-decode N] [--no-verify]\n"
+     "                          [--seed N] [--json] [--baseline FILE] [--max-slowdown F] [--time-floor-us N]\n"
+     "                          [--remeasure-roofline]\n"
+     "       kforge transformer --compare NEW.json --baseline OLD.json\n\n"
+     "Builds a decoder from kforge ops (kforge::model: RMSNorm/LayerNorm, Q/K/V projections, RoPE, KV-cache append,\n"
+     "causal grouped-query attention over the cache, output projection + residual, norm, gated or plain MLP +\n"
+     "residual; N layers; final norm and LM head) with random weights from a fixed seed, runs a prefill of T tokens\n"
+     "(default 128) then T decode steps (default 32) on the policy (default threaded), and prints each stage's time\n"
+     "(CPU: wall; vulkan: GPU timestamps, each step one recorded stream), prefill tokens/s, decode ms/token and\n"
+     "tokens/s, and the GB/s at which decode reads the blocks' weights (CPU: beside this machine's copy bandwidth,\n"
+     "kforge's roofline probe, cached like bench --roofline's; --remeasure-roofline probes again).\n"
+     "Presets: tiny (CI-sized, 2 layers), gpt2-small (GPT-2 small's block: LayerNorm, biases, GELU MLP, learned\n"
+     "positions, tied head; 1 of its 12 layers unless --layers), llama3-8b (1 of its 32 layers unless --layers).\n"
+     "Verification (unless --no-verify): the same model on the Eigen reference for the prefill and --verify-decode\n"
+     "decode steps (default 4); per stage, the policy's op on the reference's inputs within the op's own tolerance\n"
+     "(isolated: names the op that is wrong) and the policy's whole run against the reference's, max-norm relative\n"
+     "error within 2x the ops' tolerances summed along the step (end to end). A failure names the stage, layer, shape,\n"
+     "policy and kernel; exit 1.\n"
+     "--json: the report (config, policy, knobs, device, totals, verification, thresholds, and per stage: step, stage,\n"
+     "layer, op, shape, time_s, iso_* and e2e_* errors). --baseline FILE diffs this run against a previous report:\n"
+     "a time more than --max-slowdown (1.25) x the baseline's and --time-floor-us (50) us slower, an error more than\n"
+     "4x the baseline's + 0.1 eps of the dtype, or a stage that passed and now fails is a regression: exit 1.\n"
+     "--compare NEW.json --baseline OLD.json compares two reports without running.\n"
+     "Until op::embedding lands, the hidden states of random tokens are gathered on the host before each step.\n"},
     {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 10-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;
@@ -175,6 +203,7 @@ int main(int argc, char** argv) {
     if (a.command == "validate") return cmd_validate(a);
     if (a.command == "bench") return cmd_bench(a);
     if (a.command == "demo") return cmd_demo(a);
+    if (a.command == "transformer") return cmd_transformer(a);
 #if defined(KFORGE_TOOL_HAS_TUNE)
     if (a.command == "tune") return cmd_tune(problem_from(a), a.values, a.flags, policies());
     if (a.command == "cache") return cmd_cache(cache_sub, a.values, a.flags);

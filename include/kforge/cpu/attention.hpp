@@ -5,7 +5,8 @@
 // Tiling, per (batch, KV head): Kᵀ (D × L) and V (L × Dv) are packed once into
 // the gemm micro-kernel's NR-column panels and serve the H / Hkv query heads
 // that share them (grouped-query attention; either layout, through strides). Queries are processed in blocks
-// of BR = 4·MR rows (Q block packed as MR-row panels); keys in blocks of
+// of BR = 4·MR rows (Q block packed as MR-row panels; a shorter last block,
+// e.g. decode's one row, only as many MR panels as it has rows); keys in blocks of
 // BC = 4·NR columns. For each key block the micro-kernel computes the BR×BC
 // scores (times scale) into an L1-resident tile, masked columns (causal, or
 // past L) are set to -inf, each row updates its running max m and sum l
@@ -71,7 +72,9 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
     const index_t first_item = task / groups * nblk_q;
     for (index_t it = first_item + q0; it < first_item + q1; ++it) {
       const index_t bh = it / nblk_q, qb = it % nblk_q, b = bh / H, h = bh % H, bhk = b * (H / G) + h / G;
-      const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0);
+      // brp: the block's rows rounded up to whole MR panels; a short block
+      // (decode: one query row) computes those panels only, not all of BR.
+      const index_t i0 = qb * BR, br = std::min<index_t>(BR, SQ - i0), brp = (br + MR - 1) / MR * MR;
       const tensor_view<T> o = g.head(g.o, b, h);
       if (L == 0) {
         for (index_t i = 0; i < br; ++i)
@@ -105,7 +108,7 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
         const index_t bc = std::min<index_t>(BC, L - j0), bcpad = (bc + NR - 1) / NR * NR;
         // Scores: sc[BR × BC] = scale · Q_blk · Kᵀ_blk.
         for (index_t jr = 0; jr < bcpad; jr += NR)
-          for (index_t ir = 0; ir < BR; ir += MR)
+          for (index_t ir = 0; ir < brp; ir += MR)
             microkernel<S, MR, NV>(D, qp + ir * D, kp + (j0 + jr) * D, sc + ir * BC + jr, BC, g.scale, 0.0f, nullptr,
                                    nullptr, false);
         // Online softmax per row; p is written row-major into sc.
@@ -159,13 +162,13 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
           }
           continue;
         }
-        for (index_t i = br; i < BR; ++i)
+        for (index_t i = br; i < brp; ++i)
           for (index_t j = 0; j < bcpad; ++j) sc[i * BC + j] = 0.0f;
         // acc += P · V_blk  (P packed as MR-row panels of depth bc).
-        pack_a<MR>(matrix_source<float>{sc, BC, 1}, 0, BR, 0, bc, pp);
+        pack_a<MR>(matrix_source<float>{sc, BC, 1}, 0, brp, 0, bc, pp);
         const float* vb = vp + kb * BC * dvpad;
         for (index_t jr = 0; jr < dvpad; jr += NR)
-          for (index_t ir = 0; ir < BR; ir += MR)
+          for (index_t ir = 0; ir < brp; ir += MR)
             microkernel<S, MR, NV>(bc, pp + ir * bc, vb + jr * bc, acc + ir * dvpad + jr, dvpad, 1.0f, 1.0f, nullptr,
                                    nullptr, false);
       }
@@ -185,6 +188,167 @@ void attention_compute(const attention_args<T>& g, int nthreads) {
   thread_pool::instance().run_tasks(flops < 1e6 ? 1 : nthreads, heads * groups, body);
 }
 
+struct tag_attn_dec_part {};
+
+/// The sum of a register's lanes.
+template <class S>
+KFORGE_CPU_INLINE float lane_sum(typename S::reg v) {
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<typename S::reg, __m512>) return _mm512_reduce_add_ps(v);
+#endif
+#if defined(__AVX__)
+  if constexpr (std::is_same_v<typename S::reg, __m256>) {
+    __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    x = _mm_add_ps(x, _mm_movehl_ps(x, x));
+    return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));
+  }
+#endif
+  if constexpr (std::is_same_v<typename S::reg, float>) {
+    return v;
+  } else {
+    alignas(64) float t[S::width];
+    S::store(t, v);
+    float sum = 0.0f;
+    for (int i = 0; i < S::width; ++i) sum += t[i];
+    return sum;
+  }
+}
+
+/// Attention for few query rows per KV head (decode: G·S <= 16 rows), the
+/// way flash-decoding does it: no packing of K or V (the flash path above
+/// packs Kᵀ and V per head — all L rows written and read again for one query
+/// row). A task takes one (batch, KV head) and a chunk of the keys; it reads
+/// each K and V row once, for all G·S rows that use it. Per block of W keys
+/// (W = the vector width): each row's score with each key is a dot product
+/// over D in registers and one sum of lanes (transposing the block to
+/// broadcast-FMA the rows instead costs D moves per key: 2.5x slower at one
+/// row per KV head); online softmax per row; P·V adds p · v_j to the rows' f32
+/// accumulators, only for keys a row sees (a masked V row is never read: an
+/// Inf there stays out).
+/// Chunks of one (batch, KV head) write their (max, sum, accumulator) and
+/// are merged at the end. Bandwidth-bound: K and V are read once in all.
+template <class S, class T>
+void attention_decode(const attention_args<T>& g, int nthreads) {
+  constexpr int W = S::width;
+  const index_t G = g.group(), R = G * g.s, D = g.d, DV = g.dv, L = g.l, nbk = g.b * g.hkv;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  // Key chunks: enough tasks for the threads (4 per thread), but no chunk under 256 keys.
+  const double kv_bytes = static_cast<double>(nbk) * static_cast<double>(L) * static_cast<double>(D + DV) * sizeof(T);
+  const int threads = kv_bytes < 256.0 * 1024 ? 1 : nthreads;
+  const index_t nsplit = std::clamp<index_t>((4 * threads + nbk - 1) / nbk, 1, std::max<index_t>(1, L / 256));
+  const index_t chunk = (L + nsplit - 1) / nsplit;
+  const index_t stride = R * (DV + 2);  // one task's partials: acc [R][DV], then m [R], l [R]
+  float* part = scratch<tag_attn_dec_part>(static_cast<std::size_t>(nbk * nsplit * stride));
+  auto body = [&](std::int64_t task) {
+    const index_t bk = task / nsplit, sp = task % nsplit, b = bk / g.hkv, hk = bk % g.hkv;
+    const index_t j0 = sp * chunk, j1 = std::min(L, j0 + chunk);
+    float* acc = part + task * stride;
+    float* m = acc + R * DV;
+    float* l = m + R;
+    alignas(64) float q[16][256 + W];  // rows' queries, f32, times scale (D <= 256 here)
+    alignas(64) float kf[256 + W];     // a key row, f32
+    alignas(64) float p[16][W];
+    const index_t dfull = D / W * W;
+    index_t vis[16];
+    for (index_t r = 0; r < R; ++r) {
+      const index_t h = hk * G + r / g.s, i = r % g.s;
+      const tensor_view<const T> qh = g.head(g.q, b, h);
+      for (index_t d = 0; d < D; ++d) q[r][d] = g.scale * to_f32(qh.data[i * qh.stride(0) + d * qh.stride(1)]);
+      vis[r] = std::min(j1, g.visible(i));  // keys [j0, vis) of this chunk
+      m[r] = ninf;
+      l[r] = 0.0f;
+      std::fill(acc + r * DV, acc + (r + 1) * DV, 0.0f);
+    }
+    const tensor_view<const T> kh = g.head(g.k, b, hk), vh = g.head(g.v, b, hk);
+    index_t jend = j0;
+    for (index_t r = 0; r < R; ++r) jend = std::max(jend, vis[r]);
+    for (index_t jb = j0; jb < jend; jb += W) {
+      const int nk = static_cast<int>(std::min<index_t>(W, jend - jb));
+      for (index_t r = 0; r < R; ++r)
+        for (int j = nk; j < W; ++j) p[r][j] = 0.0f;
+      for (int j = 0; j < nk; ++j) {
+        const T* kr = kh.data + (jb + j) * kh.stride(0);
+        for (index_t d = 0; d < dfull; d += W) S::store(kf + d, load_b<S>(kr + d));
+        for (index_t d = dfull; d < D; ++d) kf[d] = to_f32(kr[d]);
+        for (index_t r = 0; r < R; ++r) {
+          typename S::reg sc = S::zero();
+          for (index_t d = 0; d < dfull; d += W) sc = S::fmadd(S::load(q[r] + d), S::load(kf + d), sc);
+          float dot = lane_sum<S>(sc);
+          for (index_t d = dfull; d < D; ++d) dot += q[r][d] * kf[d];
+          p[r][j] = dot;
+        }
+      }
+      for (index_t r = 0; r < R; ++r) {
+        const index_t seen = std::clamp<index_t>(vis[r] - jb, 0, nk);
+        float mx = m[r];
+        for (index_t j = 0; j < seen; ++j) mx = math::nan_max(mx, p[r][j]);
+        if (seen == 0) {
+          for (int j = 0; j < W; ++j) p[r][j] = 0.0f;
+          continue;
+        }
+        const float alpha = mx == m[r] ? 1.0f : vexp(m[r] - mx);
+        float sum = 0.0f;
+        for (int j = 0; j < W; ++j) {
+          const float e = vexp(p[r][j] - mx);
+          p[r][j] = j < seen ? e : 0.0f;
+          sum += p[r][j];
+        }
+        l[r] = l[r] * alpha + sum;
+        m[r] = mx;
+        if (alpha != 1.0f)
+          for (index_t c = 0; c < DV; ++c) acc[r * DV + c] *= alpha;
+      }
+      for (int j = 0; j < nk; ++j) {
+        const T* vr = vh.data + (jb + j) * vh.stride(0);
+        for (index_t r = 0; r < R; ++r) {
+          if (jb + j >= vis[r]) continue;  // a masked key: its V row is not used
+          const float pj = p[r][j];
+          float* ar = acc + r * DV;
+          index_t c = 0;
+          for (; c + W <= DV; c += W) S::store(ar + c, S::fmadd(S::set1(pj), load_b<S>(vr + c), S::load(ar + c)));
+          for (; c < DV; ++c) ar[c] += pj * to_f32(vr[c]);
+        }
+      }
+    }
+  };
+  thread_pool::instance().run_tasks(threads, nbk * nsplit, body);
+  // Merge the chunks of each (batch, KV head) row and write O.
+  for (index_t bk = 0; bk < nbk; ++bk) {
+    const index_t b = bk / g.hkv, hk = bk % g.hkv;
+    for (index_t r = 0; r < R; ++r) {
+      const index_t h = hk * G + r / g.s, i = r % g.s;
+      float mx = ninf;
+      for (index_t sp = 0; sp < nsplit; ++sp) {
+        const float* mt = part + (bk * nsplit + sp) * stride + R * DV;
+        if (mt[R + r] > 0.0f || mt[r] != mt[r]) mx = math::nan_max(mx, mt[r]);
+      }
+      float lsum = 0.0f;
+      alignas(64) float row[256 + W];
+      std::fill(row, row + DV, 0.0f);
+      for (index_t sp = 0; sp < nsplit; ++sp) {
+        const float* at = part + (bk * nsplit + sp) * stride;
+        const float mt = at[R * DV + r], lt = at[R * DV + R + r];
+        if (!(lt > 0.0f) && mt == mt) continue;  // a chunk this row sees no key of
+        const float w = vexp(mt - mx);
+        lsum += lt * w;
+        for (index_t c = 0; c < DV; ++c) row[c] += w * at[r * DV + c];
+      }
+      const float inv = 1.0f / lsum;
+      for (index_t c = 0; c < DV; ++c) row[c] *= inv;
+      const tensor_view<T> o = g.head(g.o, b, h);
+      store_row(row, DV, o.data + i * o.stride(0), o.stride(1));
+    }
+  }
+}
+
+/// Few query rows per KV head, contiguous head dims up to 256, some keys: the
+/// decode path above; everything else the flash path.
+template <class S, class T>
+bool attention_decode_applies(const attention_args<T>& g) {
+  return g.l > 0 && g.hkv > 0 && g.group() * g.s <= 16 && g.d <= 256 && g.dv <= 256 && g.k.stride(3) == 1 &&
+         g.v.stride(3) == 1 && g.b * g.h * g.s * g.dv > 0;
+}
+
 }  // namespace kforge::cpu::detail
 
 namespace kforge::detail {
@@ -193,7 +357,10 @@ template <class P, class T>
 struct impl<P, op::attention<T>> : attention_entry<impl<P, op::attention<T>>, op::attention<T>> {
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
     using C = cpu::detail::cpu_config<P>;
-    cpu::detail::attention_compute<typename C::simd, C::mr, C::nr / C::simd::width>(g, C::threads());
+    if (cpu::detail::attention_decode_applies<typename C::simd>(g))
+      cpu::detail::attention_decode<typename C::simd>(g, C::threads());
+    else
+      cpu::detail::attention_compute<typename C::simd, C::mr, C::nr / C::simd::width>(g, C::threads());
   }
 };
 }  // namespace kforge::detail

@@ -482,18 +482,92 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
 }
 
 /// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once).
-/// Threads split N; each thread keeps f32 accumulators for its m × n-range
-/// in L1/L2 and walks K in steps of 8 rows, sweeping its whole column range
-/// per step, so that B is read as 8 sequential streams (one per row) that
-/// the hardware prefetchers follow — walking one narrow column strip down
-/// all of K instead reads 256 B per 16 KiB-strided row and measured 2×
-/// slower at N = K = 4096. Half/bfloat16 B is converted to f32 in registers
-/// as it streams (never packed); A (m × k, small) is converted once.
+/// Threads split K: each task takes a contiguous range of B's rows and reads
+/// them in bands of KB full rows (KB sequential streams the hardware
+/// prefetchers follow), accumulating into its own f32 partial sums (m × N,
+/// walked in column blocks that stay in L2); one pass then adds the tasks'
+/// partial sums and applies alpha, beta, bias and the activation. Splitting N
+/// among tasks instead (each walking its column strip down all of K) reads
+/// B in strips: with the pool's 8 tasks per thread that was 256 B per row at
+/// N = 768, and decode read B at 16 GB/s where this reads it at 30 (2-core
+/// Zen 5, 35 GB/s single-thread read; docs/PERFORMANCE.md, "transformer").
+/// One and two rows use 4-register columns, more rows 2-register ones (8
+/// rows × 4 registers would spill); bands of 8 rows (16 or 4 measured slower).
+/// Half/bfloat16 B is converted to f32 in registers as it streams (never
+/// packed); A (m × k, small) is converted once.
+template <class S, int NV, index_t KB, class T>
+void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const matrix_source<float>& a, const matrix_source<T>& b, T* c,
+                        index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
+  constexpr int CW = NV * S::width;
+  const index_t ldp = (n + CW - 1) / CW * CW;
+  // Tasks: K ranges of at least 512 KiB of B (less is not worth a worker's
+  // wake-up), at most two per thread (dynamic claiming).
+  const double b_bytes = static_cast<double>(k) * static_cast<double>(n) * sizeof(T);
+  const index_t most = std::max<index_t>(1, std::min<index_t>(2 * std::max(nthreads, 1), (k + KB - 1) / KB));
+  const index_t nt = std::clamp<index_t>(static_cast<index_t>(b_bytes / (512.0 * 1024)), 1, most);
+  // Columns per pass over a task's rows: its partial sums (m × nb floats, 256 KiB) stay in L2.
+  const index_t nb = std::max<index_t>(CW, (index_t{256 * 1024 / 4} / std::max<index_t>(m, 1)) / CW * CW);
+  float* part = scratch<tag_work>(static_cast<std::size_t>(std::max<index_t>(nt * m * ldp, 1)));
+  thread_pool::instance().run_tasks(nt > 1 ? nthreads : 1, nt, [&](std::int64_t t) {
+    index_t k0, k1;
+    split_range(k, static_cast<int>(t), static_cast<int>(nt), k0, k1);
+    float* acc = part + t * m * ldp;
+    std::fill(acc, acc + m * ldp, 0.0f);
+    for (index_t j0 = 0; j0 < n; j0 += nb) {
+      const index_t nloc = std::min(nb, n - j0), full = nloc / CW * CW;
+      for (index_t kk = k0; kk < k1; kk += KB) {
+        const index_t kb = std::min<index_t>(KB, k1 - kk);
+        for (index_t i = 0; i < m;) {
+          const index_t rows = m - i >= 8 ? 8 : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
+          const float* ai = a.p + i * a.rs + kk * a.cs;
+          const T* bk = b.p + kk * b.rs + j0 * b.cs;
+          float* ac = acc + i * ldp + j0;
+          for (index_t j = 0; j < full; j += CW) {
+            switch (rows) {
+              case 8: skinny_kernel<S, 8, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
+              case 4: skinny_kernel<S, 4, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
+              case 2: skinny_kernel<S, 2, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
+              default: skinny_kernel<S, 1, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
+            }
+          }
+          for (index_t r = 0; r < rows; ++r)  // right edge: fewer than CW columns
+            for (index_t j = full; j < nloc; ++j) {
+              float sum = ac[r * ldp + j];
+              for (index_t q = 0; q < kb; ++q) sum += ai[r * a.rs + q * a.cs] * to_f32(bk[q * b.rs + j * b.cs]);
+              ac[r * ldp + j] = sum;
+            }
+          i += rows;
+        }
+      }
+    }
+  });
+  // The tasks' partial sums added, finished tile by tile.
+  const index_t chunks = ldp / CW;
+  parallel_for(nthreads, chunks, std::max<index_t>(1, 8192 / (CW * nt * m)), [&](index_t c0, index_t c1) {
+    for (index_t ch = c0; ch < c1; ++ch) {
+      const index_t j = ch * CW;
+      const int nr = static_cast<int>(std::min<index_t>(CW, n - j));
+      for (index_t i = 0; i < m; i += 8) {
+        const int rows = static_cast<int>(std::min<index_t>(8, m - i));
+        alignas(64) float tile[8 * CW] = {};
+        for (int r = 0; r < rows; ++r) {
+          float* tr = tile + r * CW;
+          const float* p0 = part + (i + r) * ldp + j;
+          for (int jj = 0; jj < CW; ++jj) tr[jj] = p0[jj];
+          for (index_t t = 1; t < nt; ++t) {
+            const float* pt = p0 + t * m * ldp;
+            for (int jj = 0; jj < CW; ++jj) tr[jj] += pt[jj];
+          }
+        }
+        finish_tile<T, CW>(tile, rows, nr, i, j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
+      }
+    }
+  });
+}
+
 template <class S, class T>
 void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a_in, const matrix_source<T>& b, T* c,
                  index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
-  constexpr int NV = S::width >= 8 ? 2 : 8 / S::width, CW = NV * S::width;
-  constexpr index_t KB = 8;
   matrix_source<float> a;
   if constexpr (std::is_same_v<T, float>) {
     a = a_in;
@@ -502,48 +576,9 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a_in, 
     for (index_t i = 0; i < m; ++i) load_row(a_in.p + i * a_in.rs, a_in.cs, k, a32 + i * k);
     a = {a32, k, 1};
   }
-  const index_t chunks = (n + CW - 1) / CW;
-  // Below ~256 KiB of f32 B per thread the wake-up of a worker is not worth it.
-  const index_t grain = std::max<index_t>(1, (index_t{1} << 16) / std::max<index_t>(k * CW, 1));
-  parallel_for(nthreads, chunks, grain, [&](index_t c0, index_t c1) {
-    const index_t j0 = c0 * CW, nloc = std::min<index_t>(c1 * CW, n) - j0, ld = (c1 - c0) * CW;
-    float* acc = scratch<tag_work>(static_cast<std::size_t>(m * ld));
-    std::fill(acc, acc + m * ld, 0.0f);
-    const index_t full = nloc / CW * CW;  // columns handled by the vector kernel
-    for (index_t k0 = 0; k0 < k; k0 += KB) {
-      const index_t kb = std::min<index_t>(KB, k - k0);
-      for (index_t i = 0; i < m;) {
-        const index_t rows = m - i >= 8 ? 8 : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
-        const float* ai = a.p + i * a.rs + k0 * a.cs;
-        const T* bk = b.p + k0 * b.rs + j0 * b.cs;
-        float* ac = acc + i * ld;
-        for (index_t j = 0; j < full; j += CW) {
-          switch (rows) {
-            case 8: skinny_kernel<S, 8, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ld); break;
-            case 4: skinny_kernel<S, 4, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ld); break;
-            case 2: skinny_kernel<S, 2, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ld); break;
-            default: skinny_kernel<S, 1, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ld); break;
-          }
-        }
-        for (index_t r = 0; r < rows; ++r)  // right edge: fewer than CW columns
-          for (index_t j = full; j < nloc; ++j) {
-            float s = ac[r * ld + j];
-            for (index_t kk = 0; kk < kb; ++kk) s += ai[r * a.rs + kk * a.cs] * to_f32(bk[kk * b.rs + j * b.cs]);
-            ac[r * ld + j] = s;
-          }
-        i += rows;
-      }
-    }
-    for (index_t j = 0; j < nloc; j += CW)
-      for (index_t i = 0; i < m; i += 8) {
-        const int rows = static_cast<int>(std::min<index_t>(8, m - i));
-        alignas(64) float tile[8 * CW] = {};
-        const int nr = static_cast<int>(std::min<index_t>(CW, nloc - j));
-        for (int r = 0; r < rows; ++r)
-          for (int jj = 0; jj < nr; ++jj) tile[r * CW + jj] = acc[(i + r) * ld + j + jj];
-        finish_tile<T, CW>(tile, rows, nr, i, j0 + j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
-      }
-  });
+  constexpr int W = S::width;
+  if (m <= 2) gemm_skinny_ksplit<S, W >= 8 ? 4 : 16 / W, 8>(m, n, k, a, b, c, rs_c, cs_c, ep, nthreads);
+  else gemm_skinny_ksplit<S, W >= 8 ? 2 : 8 / W, 8>(m, n, k, a, b, c, rs_c, cs_c, ep, nthreads);
 }
 
 }  // namespace kforge::cpu::detail

@@ -12,6 +12,16 @@
 // probabilities and V rows are never used, so an Inf in a masked V row does
 // not reach the output (PyTorch's flash and memory-efficient kernels); a row
 // that sees no key (only when L == 0) is zero.
+//
+// A KV cache: `kv_len` >= 0 attends to keys [0, kv_len) of K and V, which may
+// hold more rows (a cache of Lmax rows of which kv_len are filled); the rows
+// past kv_len are never read, whatever they hold. That is the prefix a
+// decoder's attention sees after op::kv_append (FlashAttention's
+// cache_seqlens, llama.cpp's n_kv), taken on every backend and for any batch
+// without a copy of the cache or a view of it: decode is S = 1, kv_len =
+// tokens so far, not causal; prefill from an empty cache is S = kv_len,
+// causal. Causal stays top-left within the kv_len keys. -1 (the default):
+// all L rows.
 #pragma once
 
 #include <algorithm>
@@ -43,6 +53,7 @@ struct attention {
   bool causal = false;
   float scale = 0.0f;  ///< 0 means 1/sqrt(D)
   attention_layout layout = attention_layout::bhsd;
+  index_t kv_len = -1;  ///< keys [0, kv_len) of K and V are attended; -1: all L rows
 };
 
 }  // namespace op
@@ -55,6 +66,9 @@ struct attention_args {
   float scale;
   bool causal;
   attention_layout layout;
+  /// Rows K and V hold along their sequence axis: l, or more when op.kv_len
+  /// cut them (k and v above are then the views of their first l rows).
+  index_t kv_rows = 0;
 
   /// Query heads per KV head.
   index_t group() const { return h / hkv; }
@@ -91,7 +105,7 @@ struct attention_entry<Derived, op::attention<T>> {
                         (bshd ? "[B,L,Hkv,Dv]" : "[B,Hkv,L,Dv]"));
     const int ha = bshd ? 2 : 1, sa = bshd ? 1 : 2;
     attention_args<T> g{q,          k,          v,          o,        q.size(0), q.size(ha), k.size(ha),
-                        q.size(sa), k.size(sa), q.size(3),  v.size(3), op.scale, op.causal,  op.layout};
+                        q.size(sa), k.size(sa), q.size(3),  v.size(3), op.scale, op.causal,  op.layout, k.size(sa)};
     if (g.hkv == 0 ? g.h != 0 : g.h % g.hkv != 0)
       throw shape_error("kforge::attention: Q has " + std::to_string(g.h) + " heads and K " + std::to_string(g.hkv) +
                         ": grouped-query attention needs the query heads to be a multiple of the KV heads");
@@ -102,6 +116,15 @@ struct attention_entry<Derived, op::attention<T>> {
     expect_shape("attention", "V", dims(g.hkv, g.l, g.dv), v.dims);
     expect_shape("attention", "O", dims(g.h, g.s, g.dv), o.dims);
     if (!(op.scale >= 0.0f)) throw argument_error("kforge::attention: scale must be >= 0 (0 means 1/sqrt(D))");
+    if (op.kv_len < -1 || op.kv_len > g.l)
+      throw argument_error("kforge::attention: kv_len " + std::to_string(op.kv_len) + " is outside [0, L = " +
+                           std::to_string(g.l) + "] (the rows K and V hold), or -1 for all of them");
+    if (op.kv_len >= 0 && op.kv_len < g.l) {
+      // The first kv_len rows, same strides: every backend reads only those.
+      g.l = op.kv_len;
+      g.k.dims[sa] = g.l;
+      g.v.dims[sa] = g.l;
+    }
     if (g.scale == 0.0f) g.scale = g.d > 0 ? 1.0f / std::sqrt(static_cast<float>(g.d)) : 1.0f;
     Derived::compute(op, g);
   }

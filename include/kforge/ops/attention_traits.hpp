@@ -29,6 +29,12 @@ struct attention_traits : traits_base<attention_traits> {
   static index_t keys(const problem& p) { return p.dims2.rank() ? p.dims2[0] : p.dims[2]; }
   /// KV heads Hkv (grouped-query attention when < H).
   static index_t kv_heads(const problem& p) { return p.dims2.rank() == 2 ? p.dims2[1] : p.dims[1]; }
+  /// Keys attended: attrs["kv_len"] (a KV cache holding more rows), else L.
+  static index_t attended(const problem& p) {
+    const double kv = p.attr("kv_len", -1);
+    return kv >= 0 ? static_cast<index_t>(kv) : keys(p);
+  }
+  static bool cut(const problem& p) { return p.attr("kv_len", -1) >= 0 && attended(p) < keys(p); }
   static attention_layout layout(const problem& p) {
     return p.attr("bshd", 0) != 0 ? attention_layout::bshd : attention_layout::bhsd;
   }
@@ -37,6 +43,9 @@ struct attention_traits : traits_base<attention_traits> {
     if (hk == 0 ? h != 0 : h % hk != 0)
       throw argument_error("kforge::attention: " + std::to_string(h) + " query heads are not a multiple of " +
                            std::to_string(hk) + " KV heads");
+    if (attended(p) < 0 || attended(p) > l)
+      throw argument_error("kforge::attention: --kv-len " + std::to_string(attended(p)) + " is outside [0, L = " +
+                           std::to_string(l) + "]");
     const bool bshd = layout(p) == attention_layout::bshd;
     auto dims = [&](index_t heads, index_t rows) { return bshd ? shape{b, rows, heads, d} : shape{b, heads, rows, d}; };
     return {operand("Q", dims(h, s), true), operand("K", dims(hk, l)), operand("V", dims(hk, l)), operand("O", dims(h, s))};
@@ -53,17 +62,25 @@ struct attention_traits : traits_base<attention_traits> {
            if (v == "bshd") p.attrs["bshd"] = 1;
            else p.attrs.erase("bshd");
          }},
+        {"kv-len", "N", "attention: attend to keys [0, N) of the L rows K and V hold (a KV cache)",
+         [](problem& p, std::string_view v) {
+           const double n = parse_number("kv-len", v);
+           if (!(n >= 0) || n != static_cast<double>(static_cast<index_t>(n)))
+             throw argument_error("kforge: --kv-len expects a whole number >= 0, got '" + std::string(v) + "'");
+           p.attrs["kv_len"] = n;
+         }},
     };
     return opts;
   }
   static std::string describe(const problem& p) {
     std::string s = p.causal ? " causal" : "";
     if (kv_heads(p) != p.dims[1]) s += " kv_heads=" + std::to_string(kv_heads(p));
+    if (p.attr("kv_len", -1) >= 0) s += " kv_len=" + std::to_string(attended(p));
     return s + (layout(p) == attention_layout::bshd ? " bshd" : "");
   }
   /// Query-key pairs a row sees, top-left causal: sum over i < S of min(i + 1, L).
   static double flops(const problem& p) {
-    const double l = static_cast<double>(keys(p)), s = static_cast<double>(p.dims[2]);
+    const double l = static_cast<double>(attended(p)), s = static_cast<double>(p.dims[2]);
     const double pairs = !p.causal ? s * l : s <= l ? s * (s + 1) / 2 : l * (l + 1) / 2 + (s - l) * l;
     return 4.0 * static_cast<double>(p.dims[0] * p.dims[1]) * pairs * static_cast<double>(p.dims[3]);
   }
@@ -74,6 +91,7 @@ struct attention_traits : traits_base<attention_traits> {
     o.causal = p.causal;
     o.scale = p.scale;
     o.layout = layout(p);
+    o.kv_len = p.attr("kv_len", -1) >= 0 ? attended(p) : -1;
     f(o);
   }
   template <class T, class... V>
@@ -93,6 +111,7 @@ struct attention_traits : traits_base<attention_traits> {
     p.causal = o.causal;
     p.scale = o.scale;
     if (bshd) p.attrs["bshd"] = 1;
+    if (o.kv_len >= 0) p.attrs["kv_len"] = static_cast<double>(o.kv_len);
     return p;
   }
 
@@ -113,7 +132,7 @@ struct attention_traits : traits_base<attention_traits> {
     const double v = maxabs(in[2]) * (1.0 + s * maxabs(in[0]) * maxabs(in[1]) * d);
     return std::vector<double>(static_cast<std::size_t>(ref.dims.numel()), v);
   }
-  static tolerance tolerance_of(const problem& p) { return attention_tolerance(p.type, p.dims[3], keys(p)); }
+  static tolerance tolerance_of(const problem& p) { return attention_tolerance(p.type, p.dims[3], attended(p)); }
 
   static kernel_contract contract(const problem&) {
     kernel_contract c;
@@ -128,7 +147,12 @@ struct attention_traits : traits_base<attention_traits> {
     c.grid_rule = "G = ceil(BH * S / TILE) workgroups";
     return c;
   }
+  /// The contract's kernels attend to all L keys of dense K and V; a
+  /// kv_len that cuts them is not part of it.
   static launch launch_of(const problem& p, const launch_tiles& t) {
+    if (cut(p))
+      throw unsupported_error("kforge::attention: kernels of the generation contract attend to all L keys; kv_len " +
+                              std::to_string(attended(p)) + " < L = " + std::to_string(keys(p)) + " is not part of it");
     const index_t bh = p.dims[0] * p.dims[1], s = p.dims[2], d = p.dims[3], hk = kv_heads(p);
     const float scale = p.scale > 0 ? p.scale : 1.0f / std::sqrt(static_cast<float>(std::max<index_t>(1, d)));
     launch l;
@@ -153,12 +177,14 @@ struct attention_traits : traits_base<attention_traits> {
     if (bshd) s += "    q, k, v = (x.transpose(1, 2) for x in (q, k, v))  # [B,S,H,D] -> [B,H,S,D]\n";
     if (kv_heads(p) != p.dims[1])
       s += "    g = q.shape[1] // k.shape[1]\n    k, v = k.repeat_interleave(g, 1), v.repeat_interleave(g, 1)\n";
+    if (cut(p)) s += "    k, v = k[:, :, :" + std::to_string(attended(p)) + "], v[:, :, :" + std::to_string(attended(p)) + "]\n";
     s += std::string("    o = F.scaled_dot_product_attention(q, k, v, is_causal=") + (p.causal ? "True" : "False") + ")\n";
     return s + (bshd ? "    return o.transpose(1, 2)" : "    return o");
   }
   static std::string record_params(const problem& p) {
     std::string s = (p.causal ? "_causal" : "") + (p.scale > 0 ? "_sc" + number_part(p.scale) : "");
     if (kv_heads(p) != p.dims[1]) s += "_kv" + std::to_string(kv_heads(p));
+    if (p.attr("kv_len", -1) >= 0) s += "_kvlen" + std::to_string(attended(p));
     return s + (layout(p) == attention_layout::bshd ? "_bshd" : "");
   }
   /// S and L change independently of each other; the heads stay (H / Hkv must stay whole).
@@ -167,6 +193,7 @@ struct attention_traits : traits_base<attention_traits> {
     q.dims[2] = odd_extent(p.dims[2]) == 1 ? 3 : odd_extent(p.dims[2]);
     const index_t l = keys(p), lo = odd_extent(l) == 1 ? 5 : odd_extent(l);
     q.dims2 = p.dims2.rank() == 2 ? shape{lo, p.dims2[1]} : shape{lo};
+    if (p.attr("kv_len", -1) >= 0) q.attrs["kv_len"] = static_cast<double>(std::min(attended(p), lo));
     return q;
   }
   /// S > L, so that with the causal mask the last queries see every key (a

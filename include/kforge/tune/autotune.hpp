@@ -24,7 +24,8 @@
 // A cache that cannot be read resolves to the default and is reported once.
 // Resolution holds a process-wide mutex, so two threads never tune the same
 // bucket twice; dispatch itself takes no lock after the first call.
-// bfloat16 device tensors do not exist, so bf16 gemm resolves on the CPU only.
+// bf16 device tensors (vulkan::device_tensor<bfloat16>) resolve on the GPU like
+// f32 and f16 ones.
 #pragma once
 
 #include <cstdlib>
@@ -243,8 +244,8 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
 }
 
 #if defined(KFORGE_HAS_VULKAN)
-/// The gemm config that runs gemm (dtype t: f32 or f16, M×N×K) on ctx's
-/// device: the cached Vulkan winner for this device, driver and bucket if the
+/// The gemm config that runs gemm (storage dtype t: f32, f16 or bf16, M×N×K)
+/// on ctx's device: the cached Vulkan winner for this device, driver and bucket if the
 /// device accepts it, else (or after tuning on a miss) what policy::vulkan<>
 /// runs untuned, vulkan::gemm_default_config.
 inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
@@ -302,21 +303,19 @@ struct impl<policy::autotune, op::gemm<T, E, A>>
 #if defined(KFORGE_HAS_VULKAN)
     // Device tensors (run() with vulkan::device_tensor, vulkan::record()):
     // the tuned config for the tensors' device, recorded on their stream.
-    if constexpr (!std::is_same_v<T, bfloat16>) {
-      if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
-        if (!g.m || !g.n) return;
-        vulkan::stream& s = *dc->s;
-        vulkan::gemm_config cfg;
-        {
-          vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
-          cfg = tune::resolve_vulkan_gemm(s.ctx(), dtype_of<T>(), g.m, g.n, g.k);
-        }
-        const vulkan::buffer_ref bias = E::has_bias ? dc->refs[2] : vulkan::buffer_ref{};
-        vulkan::record_gemm(s, dtype_of<T>(), cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
-                            op.epilogue.slope, dc->refs[0], dc->refs[1], E::has_bias ? &bias : nullptr,
-                            dc->refs[static_cast<std::size_t>(dc->n - 1)]);
-        return;
+    if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
+      if (!g.m || !g.n) return;
+      vulkan::stream& s = *dc->s;
+      vulkan::gemm_config cfg;
+      {
+        vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
+        cfg = tune::resolve_vulkan_gemm(s.ctx(), dtype_of<T>(), g.m, g.n, g.k);
       }
+      const vulkan::buffer_ref bias = E::has_bias ? dc->refs[2] : vulkan::buffer_ref{};
+      vulkan::record_gemm(s, dtype_of<T>(), cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
+                          op.epilogue.slope, dc->refs[0], dc->refs[1], E::has_bias ? &bias : nullptr,
+                          dc->refs[static_cast<std::size_t>(dc->n - 1)]);
+      return;
     }
 #endif
     const int i = tune::resolve_gemm(dtype_of<T>(), g.m, g.n, g.k);

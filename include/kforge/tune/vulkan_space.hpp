@@ -96,7 +96,7 @@ inline candidate vulkan_gemm_candidate(vulkan::context& ctx, const vulkan::gemm_
 
 /// The space for gemm problem p (its dtype; its M and N pick the default).
 inline std::vector<candidate> vulkan_gemm_candidates(vulkan::context& ctx, const problem& p) {
-  const dtype dev = p.type == dtype::bf16 ? dtype::f32 : p.type;
+  const dtype dev = vulkan::device_dtype(ctx.info(), p.type);
   std::string dflt;
   if (p.dims.rank() == 3 && p.type != dtype::f64)
     dflt = vulkan_config_name(vulkan::gemm_default_config(ctx.info(), dev, static_cast<std::uint64_t>(p.dims[0]),

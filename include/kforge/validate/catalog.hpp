@@ -79,6 +79,19 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("attention", small ? "1x2x3x16,1001x1" : "2x4x3x64,1500x2", [](problem& p) { p.attrs["bshd"] = 1; });
   add("attention", small ? "1x1x65x64,67" : "1x2x129x64,130", [](problem& p) { p.causal = true; });
   add("attention", small ? "1x2x66x128,63x1" : "1x4x127x128,129x2", none);
+  // a KV cache (kv_len < L: the rows past it hold data that must not be read): decode of one sequence
+  // in [B,S,H,D] (its keys a prefix of the cache), causal prefill of two sequences, and [B,H,S,D] with
+  // two sequences of two KV heads (neither a prefix: Vulkan gathers their rows)
+  add("attention", small ? "1x4x1x16,20x2" : "1x8x1x64,300x2", [small](problem& p) {
+    p.attrs["bshd"] = 1;
+    p.attrs["kv_len"] = small ? 13 : 257;
+  });
+  add("attention", small ? "2x4x7x16,17x2" : "2x4x33x32,70x2", [small](problem& p) {
+    p.causal = true;
+    p.attrs["bshd"] = 1;
+    p.attrs["kv_len"] = small ? 7 : 33;
+  });
+  add("attention", small ? "2x4x3x8,9x2" : "2x4x5x17,40x2", [small](problem& p) { p.attrs["kv_len"] = small ? 6 : 29; });
   // rope: half-split and interleaved, a decode-like position offset, Llama 3's base
   add("rope", small ? "3x5x16" : "2x17x3x64", none);
   add("rope", small ? "7x3x18" : "33x5x34", [](problem& p) {

@@ -145,6 +145,31 @@ inline attention_kernel attention_kernel_for(const device_info& info, dtype dt, 
   return attention_kernel::scalar;
 }
 
+/// The first a.l key rows of a dense K or V buffer `kv` holding `rows` rows
+/// (an op::attention kv_len shorter than the cache), as the dense [.., l, ..]
+/// buffer the kernels index: the buffer itself when l == rows; its leading
+/// bytes when the l rows are a prefix of it (one sequence in bshd, one
+/// sequence and KV head in bhsd: the decoder's case, no copy); otherwise the
+/// rows of each (batch[, KV head]) gathered into a temporary kept by the
+/// stream, one copy per block (several sequences: 2·B or 2·B·Hkv copies, as
+/// much traffic again as attention reads; a row stride in the kernels would
+/// save it). `dim` is the row's head dim (D for K, Dv for V).
+inline buffer_ref record_kv_prefix(stream& s, dtype dt, const attention_dims& a, index_t rows, index_t dim, buffer_ref kv) {
+  if (rows == a.l) return kv;
+  const std::uint64_t es = size_of(dt);
+  const std::uint64_t blocks = static_cast<std::uint64_t>(a.bshd ? a.b : a.b * a.hkv);
+  const std::uint64_t block = static_cast<std::uint64_t>(a.l) * (a.bshd ? a.hkv : 1) * dim * es;  // bytes kept per block
+  const std::uint64_t stride = static_cast<std::uint64_t>(rows) * (a.bshd ? a.hkv : 1) * dim * es;
+  if (blocks == 1 || block == 0) {
+    kv.size = std::max<std::uint64_t>(block, es);
+    return kv;
+  }
+  const buffer_ref tmp = s.keep(s.ctx().device_memory().allocate(blocks * block)).ref();
+  for (std::uint64_t i = 0; i < blocks; ++i)
+    s.copy(buffer_ref{kv.buffer, kv.offset + i * stride, block}, buffer_ref{tmp.buffer, tmp.offset + i * block, block}, block);
+  return buffer_ref{tmp.buffer, tmp.offset, blocks * block};
+}
+
 /// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
 /// scalar kernel's workgroup size; `config` and `plan` override the coopmat
 /// kernel's tiling and the split kernel's cut (benchmarks and tuning;
@@ -221,11 +246,17 @@ struct impl<policy::vulkan<Knobs...>, op::attention<T>>
     : vulkan::detail::impl_base<impl<policy::vulkan<Knobs...>, op::attention<T>>, op::attention<T>, attention_entry> {
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
     using K = vulkan::knobs<Knobs...>;
+    // Host views cut by kv_len are uploaded as their first l rows already
+    // (the call packs the views it is given); device tensors come whole.
     vulkan::detail::call<T> c({&g.q, &g.k, &g.v}, g.o);
     const vulkan::attention_dims a{g.b, g.h, g.hkv, g.s, g.l, g.d, g.dv, g.causal, g.layout == attention_layout::bshd};
-    if (g.b * g.h * g.s * g.dv != 0)
-      vulkan::record_attention(c.s(), c.dt, a, g.scale, c.in(0), c.in(1), c.in(2), c.out(), K::coopmat_mode,
+    if (g.b * g.h * g.s * g.dv != 0) {
+      const index_t rows = c.device() ? g.kv_rows : g.l;
+      const vulkan::buffer_ref k = vulkan::record_kv_prefix(c.s(), c.dt, a, rows, g.d, c.in(1));
+      const vulkan::buffer_ref v = vulkan::record_kv_prefix(c.s(), c.dt, a, rows, g.dv, c.in(2));
+      vulkan::record_attention(c.s(), c.dt, a, g.scale, c.in(0), k, v, c.out(), K::coopmat_mode,
                                std::min<std::uint32_t>(K::row_wg, 128));
+    }
     c.finish();
   }
 };

@@ -16,11 +16,13 @@
 // compute() reads through detail::call, so host and device paths can never
 // disagree on shape rules.
 //
-// Element types: float and half (half needs 16-bit storage on the device);
-// bfloat16 host data is widened to f32 on upload, computed in f32 and rounded
-// back on download; device_tensor<bfloat16> does not exist. double is not
-// implemented (compile-time refusal). Integer operands (ids, indices) are
-// std::int32_t on both sides, copied exactly.
+// Element types: float, half and bfloat16, each stored on the device as it is
+// (the 16-bit types need 16-bit storage there) and computed in f32. A device
+// without 16-bit storage still runs host bfloat16 data: the call widens it to
+// f32 on upload, runs the f32 kernels and rounds back on download
+// (device_dtype; device_tensor<bfloat16> cannot exist there). half has no such
+// fallback. double is not implemented (compile-time refusal). Integer
+// operands (ids, indices) are std::int32_t on both sides, copied exactly.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -75,21 +77,27 @@ struct knobs {
   static constexpr bool gemm_tile_given = policy::detail::count_knob<policy::tile_key, K...> +
                                               policy::detail::count_knob<policy::thread_tile_key, K...> > 0;
   using coopmat = policy::knob_t<policy::coopmat_key, detail::coopmat_auto, K...>;
-  /// -1: automatic (f16 data on a device with NV cooperative matrices), 0: never, 1: required.
+  /// -1: automatic (f16 or bf16 data on a device with cooperative matrices for
+  /// it), 0: never, 1: required.
   static constexpr int coopmat_mode = detail::coopmat_mode_of<coopmat>;
 
   /// The gemm config for an m×n×k problem of element type dt on device d.
   static gemm_config gemm(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
-    if (coopmat_mode == 1 && (dt != dtype::f16 || !coopmat_f16_available(d)))
+    // Tensor cores for dt: the NV subgroup-scope kernel (f16 only) or coopmat2 (f16, bf16).
+    const bool tensor_cores = (dt == dtype::f16 && coopmat_f16_available(d)) || coopmat2_available(d, dt);
+    if (coopmat_mode == 1 && !tensor_cores)
       throw unsupported_error("kforge::vulkan: policy::coopmat<true> asks for cooperative matrices, but " +
-                              std::string(dt != dtype::f16 ? "the data is not f16"
-                                                           : "device '" + d.name + "' has no 16x16x16 f16 NV cooperative matrices"));
-    if (coopmat_mode != 0 && dt == dtype::f16 && coopmat_f16_available(d)) {
+                              std::string(dt != dtype::f16 && dt != dtype::bf16
+                                              ? "the data is neither f16 nor bf16"
+                                              : "device '" + d.name + "' has no " + std::string(to_string(dt)) +
+                                                    " cooperative matrices kforge's gemm runs on"));
+    if (coopmat_mode != 0 && tensor_cores) {
       // coopmat<true> keeps decode shapes on the tensor cores too.
       const gemm_config c = coopmat_mode == 1 ? gemm_tile_default_config(d, dt, m, n, k, true)
                                               : gemm_default_config(d, dt, m, n, k, true);
       if (!gemm_tile_given) return c;
-      gemm_config t = c.kernel == gemm_kernel::coopmat_f16 ? c : gemm_tile_default_config(d, dt, m, n, k, true);
+      const bool on_tensor_cores = c.kernel == gemm_kernel::coopmat_f16 || c.kernel == gemm_kernel::coopmat2;
+      gemm_config t = on_tensor_cores ? c : gemm_tile_default_config(d, dt, m, n, k, true);
       t.bm = tile::m, t.bn = tile::n, t.bk = tile::k, t.splits = 1;
       return gemm_config_check(d, dt, t).empty() ? t : c;  // a tile the fragments cannot cover keeps the default
     }
@@ -152,7 +160,10 @@ template <class T>
 class call {
  public:
   using D = device_type_t<T>;
-  static constexpr dtype dt = dtype_of<D>();
+  /// Storage dtype of the call's buffers of element type T, which the kernels
+  /// are built for: D's, except host bf16 data on a device without 16-bit
+  /// storage (f32 there, see device_dtype).
+  dtype dt = dtype_of<D>();
   struct by_operand_t {};
   static constexpr by_operand_t by_operand{};
 
@@ -173,9 +184,10 @@ class call {
   explicit call(by_operand_t) : call(current_call, current_call ? nullptr : &default_context()) { by_operand_ = true; }
 
   stream& s() { return dc_ ? *dc_->s : host_->s; }
+  /// True for a device-tensor call (operands are the tensors as given), false
+  /// for host views (operands are dense uploads of the views).
+  bool device() const { return dc_ != nullptr; }
   context& ctx() { return s().ctx(); }
-  /// True for a call on device tensors (its operands' data never passes the host).
-  bool on_device() const { return dc_ != nullptr; }
   buffer_ref in(std::size_t i) const { return refs_[i]; }
   /// Input i, or nullptr where it was left out.
   const buffer_ref* in_opt(std::size_t i) const { return present_[i] ? &refs_[i] : nullptr; }
@@ -191,10 +203,7 @@ class call {
   template <class U>
   buffer_ref output(const tensor_view<U>& v, bool read = false) {
     if (dc_) return next_device_ref();
-    auto& t = host_->out(v, read);
-    outs_.push_back({[&t](stream& st) { return t.record_download(st); },
-                     [v](const void* p) { unpack(static_cast<const device_type_t<U>*>(p), v); }});
-    return t.ref();
+    return host_->out(v, read);
   }
 
   /// Host calls: submits, waits, records the kernels' GPU time for
@@ -207,17 +216,15 @@ class call {
                     std::to_string(next_) + " operands");
       return;
     }
-    std::vector<const void*> ptrs;
-    for (auto& o : outs_) ptrs.push_back(o.record(host_->s));
-    host_->s.run();
-    last_call_seconds_slot() = kernel_seconds(host_->s.timings());
-    for (std::size_t i = 0; i < outs_.size(); ++i)
-      if (ptrs[i]) outs_[i].unpack(ptrs[i]);
+    host_->finish();
   }
 
  private:
   call(device_call* dc, context* ctx) : dc_(dc) {
-    if (!dc_) host_.emplace(*ctx);
+    if (!dc_) {
+      host_.emplace(*ctx);
+      dt = device_dtype(ctx->info(), dt);
+    }
   }
   void add_legacy(std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out, bool read_out) {
     for (const tensor_view<const T>* v : ins) {
@@ -236,34 +243,56 @@ class call {
     return dc_->refs[static_cast<std::size_t>(next_++)];
   }
 
+  /// The temporaries of a host call: each operand as a device tensor of its
+  /// element type's device type, or as float where bf16 is widened
+  /// (device_dtype); the outputs' downloads, run by finish().
   struct host_side {
     context& ctx;
     stream s;
-    std::tuple<std::deque<device_tensor<float>>, std::deque<device_tensor<half>>, std::deque<device_tensor<std::int32_t>>>
+    std::tuple<std::deque<device_tensor<float>>, std::deque<device_tensor<half>>, std::deque<device_tensor<bfloat16>>,
+               std::deque<device_tensor<std::int32_t>>>
         temps;
+    /// An output: records its download, then unpacks it into the host view.
+    struct pending_output {
+      std::function<const void*(stream&)> record;
+      std::function<void(const void*)> unpack;
+    };
+    std::vector<pending_output> outs;
     explicit host_side(context& c) : ctx(c), s(c) {}
-    template <class U>
-    device_tensor<device_type_t<U>>& temp(const shape& dims) {
-      auto& d = std::get<std::deque<device_tensor<device_type_t<U>>>>(temps);
-      return d.emplace_back(ctx, dims);
+    /// f(a new temporary of `dims` for host elements U).
+    template <class U, class F>
+    buffer_ref with_temp(const shape& dims, F&& f) {
+      using E = device_type_t<U>;
+      if constexpr (std::is_same_v<E, bfloat16>)
+        if (device_dtype(ctx.info(), dtype::bf16) == dtype::f32)
+          return f(std::get<std::deque<device_tensor<float>>>(temps).emplace_back(ctx, dims));
+      return f(std::get<std::deque<device_tensor<E>>>(temps).emplace_back(ctx, dims));
     }
     template <class U>
     buffer_ref in(const tensor_view<const U>& v) {
-      auto& t = temp<U>(v.dims);
-      t.record_upload(s, v);
-      return t.ref();
+      return with_temp<U>(v.dims, [&](auto& t) {
+        t.record_upload(s, v);
+        return t.ref();
+      });
     }
     template <class U>
-    device_tensor<device_type_t<U>>& out(const tensor_view<U>& v, bool read) {
-      auto& t = temp<U>(v.dims);
-      if (read) t.record_upload(s, tensor_view<const U>(v));
-      return t;
+    buffer_ref out(const tensor_view<U>& v, bool read) {
+      return with_temp<U>(v.dims, [&](auto& t) {
+        using X = typename std::remove_cvref_t<decltype(t)>::value_type;
+        if (read) t.record_upload(s, tensor_view<const U>(v));
+        outs.push_back({[&t](stream& st) { return t.record_download(st); },
+                        [v](const void* p) { unpack(static_cast<const X*>(p), v); }});
+        return t.ref();
+      });
     }
-  };
-  /// An output of a host call: records its download, then unpacks it into the host view.
-  struct pending_output {
-    std::function<const void*(stream&)> record;
-    std::function<void(const void*)> unpack;
+    void finish() {
+      std::vector<const void*> ptrs;
+      for (auto& o : outs) ptrs.push_back(o.record(s));
+      s.run();
+      last_call_seconds_slot() = kernel_seconds(s.timings());
+      for (std::size_t i = 0; i < outs.size(); ++i)
+        if (ptrs[i]) outs[i].unpack(ptrs[i]);
+    }
   };
   device_call* dc_;
   std::optional<host_side> host_;
@@ -273,7 +302,6 @@ class call {
   std::array<bool, 6> present_{};
   std::size_t n_ = 0;
   buffer_ref out_{};
-  std::vector<pending_output> outs_;
 };
 
 /// Operand I of a device-tensor call as the op's entry sees it: its shape,

@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "kforge/vulkan/error.hpp"
+#include "kforge/vulkan/spirv/checker.hpp"
 
 namespace kforge::vulkan {
 
@@ -75,11 +76,13 @@ inline std::vector<char> read_file(const std::filesystem::path& path) {
 }
 }  // namespace detail
 
-/// A named GLSL compute source and the defines of one variant.
+/// A named GLSL compute source and the defines of one variant; or, for the
+/// kernels kforge emits as SPIR-V itself (vulkan/spirv/), their words.
 struct shader_variant {
   std::string name;
   std::string source;
   std::vector<std::pair<std::string, std::string>> defines;
+  std::vector<std::uint32_t> spirv;  ///< non-empty: this module, checked by spirv::check_module, no GLSL
 };
 
 /// What the host binds: storage buffers 0..bindings-1 in set 0, a push-constant
@@ -101,13 +104,19 @@ class shader_compiler {
  public:
   explicit shader_compiler(std::filesystem::path dir) : dir_(std::move(dir)) { init_glslang(); }
 
-  /// SPIR-V for a variant: from memory, from disk, or compiled now.
+  /// SPIR-V for a variant: from memory, from disk, or compiled now. A
+  /// variant that carries its SPIR-V is structurally checked once instead.
   std::vector<std::uint32_t> spirv(const shader_variant& v) {
     const std::string key = cache_key(v);
     std::lock_guard lock(mu_);
     if (auto it = memory_.find(key); it != memory_.end()) {
       ++stats_.memory_hits;
       return it->second;
+    }
+    if (!v.spirv.empty()) {
+      spirv::check_module(v.name, v.spirv);
+      memory_.emplace(key, v.spirv);
+      return v.spirv;
     }
     const auto path = dir_ / "spirv" / (key + ".spv");
     std::vector<char> bytes = detail::read_file(path);
@@ -169,6 +178,9 @@ class shader_compiler {
   }
 
   static std::string cache_key(const shader_variant& v) {
+    if (!v.spirv.empty())
+      return detail::hex64(detail::fnv1a(std::string_view(reinterpret_cast<const char*>(v.spirv.data()), v.spirv.size() * 4),
+                                         detail::fnv1a("kforge-spirv\n" + v.name)));
     std::uint64_t h = detail::fnv1a(GLSLANG_VERSION_STRING_KFORGE());
     h = detail::fnv1a("vulkan1.1/spv1.3\n", h);
     h = detail::fnv1a(v.name + "\n" + preamble(v), h);
@@ -193,18 +205,19 @@ class shader_compiler {
 };
 
 namespace detail {
-/// Whether a SPIR-V module declares capability CooperativeMatrixNV.
-inline bool uses_nv_coopmat(const std::vector<std::uint32_t>& spirv) {
+/// Whether a SPIR-V module declares a cooperative-matrix capability
+/// (CooperativeMatrixNV 5357 or CooperativeMatrixKHR 6022).
+inline bool uses_coopmat(const std::vector<std::uint32_t>& spirv) {
   for (std::size_t i = 5; i < spirv.size();) {
     const std::uint32_t op = spirv[i] & 0xffffu, wc = spirv[i] >> 16;
-    if (op == 17 && wc >= 2 && spirv[i + 1] == 5357) return true;  // OpCapability CooperativeMatrixNV
+    if (op == 17 && wc >= 2 && (spirv[i + 1] == 5357 || spirv[i + 1] == 6022)) return true;  // OpCapability
     if (!wc) break;
     i += wc;
   }
   return false;
 }
 /// The interface check for modules SPIRV-Cross cannot parse (Debian's 2021
-/// release predates SPV_NV_cooperative_matrix): storage-buffer bindings in
+/// release predates the cooperative-matrix extensions): storage-buffer bindings in
 /// set 0 and specialization constant ids, read from the decorations. The
 /// push-constant size is not checked on this path.
 inline void check_interface_by_decorations(const std::string& name, const std::vector<std::uint32_t>& spirv,
@@ -244,7 +257,7 @@ inline void check_interface_by_decorations(const std::string& name, const std::v
 /// not declare exactly the interface the host expects.
 inline void check_interface(const std::string& name, const std::vector<std::uint32_t>& spirv,
                             const kernel_interface& want) {
-  if (detail::uses_nv_coopmat(spirv)) return detail::check_interface_by_decorations(name, spirv, want);
+  if (detail::uses_coopmat(spirv)) return detail::check_interface_by_decorations(name, spirv, want);
   spirv_cross::Compiler comp(spirv);
   const auto res = comp.get_shader_resources();
   auto fail = [&](const std::string& what, const std::string& shader_side, const std::string& host_side) {

@@ -65,6 +65,16 @@ struct context_options {
   /// Size of the device pool's blocks in MiB (a larger request gets a block of
   /// its own); 0: KFORGE_VK_BLOCK_MIB, else 64.
   std::uint32_t block_mib = 0;
+  /// Capture the driver's statistics of every pipeline (registers, shared
+  /// memory, spills... as VK_KHR_pipeline_executable_properties reports them;
+  /// pipeline::statistics) where the device offers them; -1:
+  /// KFORGE_VK_PIPELINE_STATS, 0 off, 1 on. For kernel developers.
+  int pipeline_statistics = -1;
+  /// false: create the device without 16-bit storage (storageBuffer16BitAccess,
+  /// and the tensor-core kernels that need it), as on a device that lacks it:
+  /// f16 tensors are refused and bf16 host data runs as f32 (device_dtype).
+  /// For testing that fallback on any device.
+  bool use_16bit_storage = true;
 };
 
 namespace detail {
@@ -80,8 +90,14 @@ inline bool env_flag(const char* name) {
 
 class context {
  public:
+  /// Vulkan-Headers version that declares every extension a context may enable
+  /// (VK_KHR_shader_bfloat16 came last, 1.4.311); an older validation layer
+  /// turns the newer ones off (see pick_device).
+  static constexpr std::uint32_t newest_extension_version = VK_MAKE_API_VERSION(0, 1, 4, 311);
+
   explicit context(context_options opt = {}) : opt_(std::move(opt)) {
     if (opt_.validation < 0) opt_.validation = detail::env_flag("KFORGE_VK_VALIDATION") ? 1 : 0;
+    if (opt_.pipeline_statistics < 0) opt_.pipeline_statistics = detail::env_flag("KFORGE_VK_PIPELINE_STATS") ? 1 : 0;
     if (opt_.timeout.count() < 0) {
       const char* t = std::getenv("KFORGE_VK_TIMEOUT_MS");
       char* end = nullptr;
@@ -196,7 +212,9 @@ class context {
     const auto phys = inst_->physical_devices();
     if (phys.empty()) throw no_device("kforge::vulkan: no Vulkan physical device found");
     std::vector<device_info> infos;
-    for (std::size_t i = 0; i < phys.size(); ++i) infos.push_back(detail::query_device(phys[i], static_cast<int>(i)));
+    const bool newer = !inst_->validation || inst_->layer_version >= newest_extension_version;
+    for (std::size_t i = 0; i < phys.size(); ++i)
+      infos.push_back(detail::query_device(inst_->instance, phys[i], static_cast<int>(i), newer));
     int chosen = -1;
     if (opt_.device_index >= 0) {
       if (opt_.device_index >= static_cast<int>(phys.size()))
@@ -223,28 +241,18 @@ class context {
     }
     phys_ = phys[static_cast<std::size_t>(chosen)];
     info_ = infos[static_cast<std::size_t>(chosen)];
-    if (info_.nv_cooperative_matrix) query_coopmat_shapes();
+    if (!opt_.use_16bit_storage)
+      info_.storage_16bit = info_.nv_coopmat_f16_16x16x16 = info_.nv_cooperative_matrix2 = false;
+    // (A validation layer older than the tensor-core extensions cannot read their structures or the
+    // SPIR-V that uses them — Debian 12's 1.3.239 rejects every such module — so under it the device
+    // was queried without them: a context keeps to what the layer validates, the NV cooperative-matrix
+    // and vector-unit kernels. The coopmat2 kernels are checked by spirv::check_module and,
+    // numerically, by the suites without the layer.)
     if (info_.api_version < VK_API_VERSION_1_2)
       throw no_device("kforge::vulkan: device '" + info_.name + "' offers Vulkan " + detail::version_str(info_.api_version) +
                       "; kforge needs 1.2");
     if (!info_.push_descriptor)
       throw no_device("kforge::vulkan: device '" + info_.name + "' lacks VK_KHR_push_descriptor, which kforge needs");
-  }
-
-  // The gemm_coopmat_f16 kernel uses 16x16x16 f16 x f16 + f32 tiles at
-  // subgroup scope; use it only where the driver lists exactly that.
-  void query_coopmat_shapes() {
-    auto fn = reinterpret_cast<PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesNV>(
-        vkGetInstanceProcAddr(inst_->instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesNV"));
-    std::uint32_t n = 0;
-    if (!fn || fn(phys_, &n, nullptr) != VK_SUCCESS) return;
-    std::vector<VkCooperativeMatrixPropertiesNV> props(n, {VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_NV});
-    if (fn(phys_, &n, props.data()) != VK_SUCCESS && n) return;
-    for (const auto& c : props)
-      if (c.MSize == 16 && c.NSize == 16 && c.KSize == 16 && c.AType == VK_COMPONENT_TYPE_FLOAT16_NV &&
-          c.BType == VK_COMPONENT_TYPE_FLOAT16_NV && c.CType == VK_COMPONENT_TYPE_FLOAT32_NV &&
-          c.DType == VK_COMPONENT_TYPE_FLOAT32_NV && c.scope == VK_SCOPE_SUBGROUP_NV)
-        info_.nv_coopmat_f16_16x16x16 = true;
   }
 
   void create_device() {
@@ -262,7 +270,7 @@ class context {
     f11.storageBuffer16BitAccess = info_.storage_16bit;
     f12.shaderFloat16 = info_.fp16_arithmetic;
     VkPhysicalDeviceFeatures2 feats{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    // feats -> f11 -> f12 -> [cooperative matrix] -> [robustness2]
+    // feats -> f11 -> f12 -> [NV cooperative matrix] -> [1.3, KHR + NV2 cooperative matrix, bf16] -> [robustness2]
     void** tail = &feats.pNext;
     *tail = &f11, tail = &f11.pNext;
     *tail = &f12, tail = &f12.pNext;
@@ -273,6 +281,40 @@ class context {
       f12.vulkanMemoryModel = VK_TRUE;
       *tail = &fcm, tail = &fcm.pNext;
       exts.push_back(VK_NV_COOPERATIVE_MATRIX_EXTENSION_NAME);
+    }
+    // The workgroup-scope tensor-core kernels (vulkan/spirv/gemm_coopmat2.hpp): KHR and NV2 cooperative
+    // matrices, LocalSizeId (maintenance4), the Vulkan memory model, and bf16 where the device has it.
+    VkPhysicalDeviceVulkan13Features f13{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_3_FEATURES};
+    ext::coopmat_features_khr fkhr;
+    ext::coopmat2_features_nv fcm2;
+    ext::bfloat16_features_khr fbf;
+    // kforge's own SPIR-V (vulkan/spirv/) uses the Vulkan memory model and sets its local size with LocalSizeId.
+    f12.vulkanMemoryModel = info_.vulkan_memory_model;
+    if (info_.maintenance4) {
+      f13.maintenance4 = VK_TRUE;
+      *tail = &f13, tail = &f13.pNext;
+    }
+    if (info_.nv_cooperative_matrix2) {
+      fkhr.cooperativeMatrix = VK_TRUE;
+      fcm2.cooperativeMatrixWorkgroupScope = fcm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
+      fcm2.cooperativeMatrixTensorAddressing = fcm2.cooperativeMatrixPerElementOperations = VK_TRUE;
+      *tail = &fkhr, tail = &fkhr.pNext;
+      *tail = &fcm2, tail = &fcm2.pNext;
+      exts.push_back(ext::khr_cooperative_matrix);
+      exts.push_back(ext::nv_cooperative_matrix2);
+      if (info_.bf16_cooperative_matrix) {
+        fbf.shaderBFloat16Type = fbf.shaderBFloat16CooperativeMatrix = VK_TRUE;
+        *tail = &fbf, tail = &fbf.pNext;
+        exts.push_back(ext::khr_shader_bfloat16);
+      }
+    }
+    VkPhysicalDevicePipelineExecutablePropertiesFeaturesKHR fpe{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PIPELINE_EXECUTABLE_PROPERTIES_FEATURES_KHR};
+    const bool stats = opt_.pipeline_statistics > 0 && info_.pipeline_executable_info;
+    if (stats) {
+      fpe.pipelineExecutableInfo = VK_TRUE;
+      *tail = &fpe, tail = &fpe.pNext;
+      exts.push_back(VK_KHR_PIPELINE_EXECUTABLE_PROPERTIES_EXTENSION_NAME);
     }
     VkPhysicalDeviceRobustness2FeaturesEXT frb{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ROBUSTNESS_2_FEATURES_EXT};
     if (opt_.robust_buffer_access) {
@@ -314,7 +356,7 @@ class context {
         VK_MEMORY_PROPERTY_HOST_CACHED_BIT, lim, "staging");
 
     compiler_ = std::make_unique<shader_compiler>(opt_.cache_dir.empty() ? cache_dir() : std::filesystem::path(opt_.cache_dir));
-    pipelines_ = std::make_unique<detail::pipeline_store>(state_, info_, robust_, robust2_, *compiler_,
+    pipelines_ = std::make_unique<detail::pipeline_store>(state_, info_, robust_, robust2_, stats, *compiler_,
                                                           opt_.persist_pipeline_cache);
   }
 

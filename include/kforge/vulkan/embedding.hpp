@@ -1,8 +1,9 @@
 // kforge/vulkan/embedding.hpp — embedding lookup on policy::vulkan
 // (shaders/embedding.hpp: one output element per invocation). Host views:
 // the entry has checked the ids before anything is uploaded. Device tensors:
-// the kernel reports ids out of range in a status word, read back by a check
-// that runs when the submission completes (stream::check_after_wait).
+// a second kernel finds the first id out of range and writes it to a status
+// buffer, read back by a check that runs when the submission completes
+// (stream::check_after_wait).
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -31,23 +32,19 @@ inline void record_embedding(stream& s, dtype dt, std::uint32_t wg, index_t v, i
   u32(v * d, "table elements");
   const std::uint64_t total = static_cast<std::uint64_t>(u32(n * d, "elements of out"));
   const auto groups = grid(std::min<std::uint64_t>((total + wg - 1) / wg, 65535ull * 64));
-  if (!checked_ids) {
-    const auto& p = ctx.get_pipeline(make_variant("embedding", shaders::embedding, dt, {{"KF_STATUS", "0"}}), {3, 12, {0}}, {wg});
-    s.dispatch(p, {{table}, {ids}, {out, true}}, &pc, sizeof pc, groups, "embedding");
-    return;
-  }
+  const auto& p = ctx.get_pipeline(make_variant("embedding", shaders::embedding, dt, {}), {3, 12, {0}}, {wg});
+  s.dispatch(p, {{table}, {ids}, {out, true}}, &pc, sizeof pc, groups, "embedding");
+  if (!checked_ids) return;
   // status[0]: lowest position of a bad id (0xffffffff: none); status[1]: that id.
-  const buffer_ref status = s.keep(ctx.device_memory().allocate(8)).ref();
-  buffer_ref status8 = status;
-  status8.size = 8;
-  s.fill(status8, 0xffffffffu);
-  const auto& p = ctx.get_pipeline(make_variant("embedding_checked", shaders::embedding, dt, {{"KF_STATUS", "1"}}),
-                                   {4, 12, {0}}, {wg});
-  s.dispatch(p, {{table}, {ids}, {out, true}, {status8, true}}, &pc, sizeof pc, groups, "embedding");
-  const auto& r = ctx.get_pipeline(make_variant("embedding_report", shaders::embedding_report, dt, {}), {2, 0, {0}}, {1});
-  s.dispatch(r, {{ids}, {status8, true}}, nullptr, 0, {1, 1, 1}, "embedding (id check)");
+  buffer_ref status = s.keep(ctx.device_memory().allocate(8)).ref();
+  status.size = 8;
+  const struct {
+    std::uint32_t v, n;
+  } cpc{pc.v, pc.n};
+  const auto& r = ctx.get_pipeline(make_variant("embedding_check", shaders::embedding_check, dt, {}), {2, 8, {0}}, {wg});
+  s.dispatch(r, {{ids}, {status, true}}, &cpc, sizeof cpc, {1, 1, 1}, "embedding (id check)");
   auto& staging = s.staging(8);
-  s.copy(status8, staging.ref(), 8);
+  s.copy(status, staging.ref(), 8);
   const void* host = staging.mapped();
   s.check_after_wait([host, v, ids_dims = *checked_ids] {
     std::uint32_t w[2];
@@ -70,7 +67,7 @@ struct impl<policy::vulkan<Knobs...>, op::embedding<T>>
     const vulkan::buffer_ref table = c.input(g.table), ids = c.input(g.ids), out = c.output(g.out);
     if (g.n * g.d != 0)
       vulkan::record_embedding(c.s(), c.dt, vulkan::knobs<Knobs...>::row_wg, g.v, g.d, g.n, table, ids, out,
-                               c.on_device() ? &g.ids.dims : nullptr);
+                               c.device() ? &g.ids.dims : nullptr);
     c.finish();
   }
 };

@@ -8,6 +8,10 @@
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <map>
+#include <mutex>
+#include <string>
+
 #include "kforge/vulkan/call.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
@@ -15,6 +19,7 @@
 #include "kforge/vulkan/shaders/gemm_gemv.hpp"
 #include "kforge/vulkan/shaders/gemm_splitk.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
+#include "kforge/vulkan/spirv/gemm_coopmat2.hpp"
 
 namespace kforge::vulkan {
 
@@ -33,15 +38,37 @@ inline bool gemm_vector_loads(const gemm_config& cfg, index_t n, index_t k) {
     case gemm_kernel::tiled: return k % 4 == 0 && n % 4 == 0;
     case gemm_kernel::coopmat_f16: return k % 8 == 0 && n % 8 == 0;
     case gemm_kernel::gemv: return cfg.tn && k % 4 == 0 && n % cfg.tn == 0;
+    case gemm_kernel::coopmat2: return false;  // tensor layouts address elements
   }
   return false;
 }
 
+/// The SPIR-V variant of the coopmat2 kernel (emitted once per variant and kept).
+inline shader_variant gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spec) {
+  static std::mutex mu;
+  static std::map<std::string, shader_variant> made;
+  const std::string name = spec.name();
+  std::lock_guard lock(mu);
+  auto it = made.find(name);
+  if (it == made.end()) {
+    shader_variant v;
+    v.name = name;
+    v.spirv = spirv::gemm_coopmat2(spec);
+    it = made.emplace(name, std::move(v)).first;
+  }
+  return it->second;
+}
+
 /// The shader variant of a gemm kernel: its source (gemm_common's prelude
-/// before the tiled, coopmat and gemv bodies) and defines. vec: A and B are
-/// read as vectors (gemm_vector_loads); split: the kernel writes the partial
-/// sums of one K split (shaders/gemm_common.hpp, KF_SPLIT).
-inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false) {
+/// before the tiled, coopmat and gemv bodies) and defines, or the coopmat2
+/// kernel's SPIR-V. vec: A and B are read as vectors (gemm_vector_loads);
+/// split: the kernel writes the partial sums of one K split
+/// (shaders/gemm_common.hpp, KF_SPLIT); read_c: beta != 0 (coopmat2 only:
+/// the GLSL kernels test beta at run time).
+inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false,
+                                   bool read_c = false) {
+  if (cfg.kernel == gemm_kernel::coopmat2)
+    return gemm_coopmat2_variant({dt == dtype::bf16, bias && !split, split ? fn::identity : act, read_c && !split, split, cfg.tm});
   std::vector<std::pair<std::string, std::string>> defs{{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}};
   if (cfg.kernel == gemm_kernel::generic) {
     defs.insert(defs.begin(), {"KF_CONV", "0"});
@@ -58,8 +85,8 @@ inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, 
       defs.push_back({"KF_COOPMAT", "1"});
       return make_variant("gemm_coopmat_f16", shaders::gemm_common() + shaders::gemm_coopmat_f16, dt, std::move(defs));
     case gemm_kernel::gemv: {
-      // f16 B in 16-byte loads of 8 halves where a lane's columns come in eights.
-      const bool packed = dt == dtype::f16 && cfg.tn % 8 == 0;
+      // 16-bit B (f16, bf16) in 16-byte loads of 8 elements where a lane's columns come in eights.
+      const bool packed = (dt == dtype::f16 || dt == dtype::bf16) && cfg.tn % 8 == 0;
       defs.push_back({"KF_VEC_T", packed ? "uvec4" : "T4"});
       defs.push_back({"KF_VEC_A_T", "T4"});
       defs.push_back({"KF_B_PACKED", packed ? "1" : "0"});
@@ -99,7 +126,8 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
   const std::uint32_t splits = gemm_splits_used(cfg, pc.k);
   if (splits > 1) u32(static_cast<index_t>(splits) * m * n, "split-K partial sums (splits·M·N)");
   const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  const shader_variant v = gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), splits > 1);
+  const shader_variant v =
+      gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), splits > 1, beta != 0.0f);
   const pipeline* p = nullptr;
   switch (cfg.kernel) {
     case gemm_kernel::generic:
@@ -115,6 +143,9 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
       break;
     case gemm_kernel::gemv:
       p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tn});
+      break;
+    case gemm_kernel::coopmat2:
+      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.group_m});
       break;
   }
   const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),

@@ -51,6 +51,7 @@ enum class gemm_kernel : std::uint8_t {
   tiled,        // shaders/gemm_tiled.hpp: vec4 register blocking, double-buffered
   coopmat_f16,  // shaders/gemm_coopmat.hpp: f16 tensor cores (VK_NV_cooperative_matrix)
   gemv,         // shaders/gemm_gemv.hpp: few rows of A (decode), streams B once
+  coopmat2,     // spirv/gemm_coopmat2.hpp: f16/bf16 tensor cores, workgroup-scope matrices (VK_NV_cooperative_matrix2)
 };
 inline const char* to_string(gemm_kernel k) {
   switch (k) {
@@ -58,6 +59,7 @@ inline const char* to_string(gemm_kernel k) {
     case gemm_kernel::tiled: return "tiled";
     case gemm_kernel::coopmat_f16: return "coopmat_f16";
     case gemm_kernel::gemv: return "gemv";
+    case gemm_kernel::coopmat2: return "coopmat2";
   }
   return "?";
 }
@@ -70,6 +72,10 @@ inline const char* to_string(gemm_kernel k) {
 ///                   lane per K step, tn columns per invocation, warps
 ///                   subgroups (their lanes per column group follow:
 ///                   gemv_lanes_k), splits
+///   coopmat2        bm×bn×bk (one workgroup-scope matrix per tile), 32·warps
+///                   invocations (a workgroupInvocations the device lists),
+///                   tm K steps per unrolled loop iteration (1, 2, 4 or 8),
+///                   group_m (>= 1), splits
 struct gemm_config {
   gemm_kernel kernel = gemm_kernel::tiled;
   std::uint32_t bm = 128, bn = 128, bk = 8;  // workgroup tile and K step
@@ -78,15 +84,19 @@ struct gemm_config {
   std::uint32_t group_m = 8;                 // tiled/coopmat: grouped tile order (0: row-major)
   std::uint32_t splits = 1;                  // K split across workgroups (1: none)
   std::uint32_t wg() const {
-    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv ? 32 * warps : (bm / tm) * (bn / tn);
+    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv || kernel == gemm_kernel::coopmat2
+               ? 32 * warps
+               : (bm / tm) * (bn / tn);
   }
   std::string str() const {
     auto n = [](std::uint32_t v) { return std::to_string(v); };
     std::string s = std::string(to_string(kernel)) + " " + n(bm) + "x" + n(bn) + "x" + n(bk);
     if (kernel == gemm_kernel::coopmat_f16) s += " warps " + n(warps) + " (" + n(warps_m) + " rows)";
+    else if (kernel == gemm_kernel::coopmat2) s += " invocations " + n(wg()) + " unroll " + n(tm);
     else if (kernel == gemm_kernel::gemv) s += " thread " + n(bm) + "x" + n(tn) + " warps " + n(warps);
     else s += " thread " + n(tm) + "x" + n(tn);
-    if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16) s += " group_m " + n(group_m);
+    if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::coopmat2)
+      s += " group_m " + n(group_m);
     if (splits != 1) s += " splits " + n(splits);
     return s;
   }
@@ -95,6 +105,13 @@ struct gemm_config {
 /// Whether the device runs the coopmat_f16 kernel (f16 data only).
 inline bool coopmat_f16_available(const device_info& d) {
   return d.nv_coopmat_f16_16x16x16 && d.storage_16bit && d.fp16_arithmetic && d.subgroup_size == 32;
+}
+
+/// Whether the device runs the coopmat2 kernel on `dt` data (f16, or bf16 where it has bf16 matrices).
+inline bool coopmat2_available(const device_info& d, dtype dt) {
+  if (dt != dtype::f16 && dt != dtype::bf16) return false;
+  if (dt == dtype::f16 && !d.fp16_arithmetic) return false;
+  return coopmat2_lists(d, dt);
 }
 
 /// gemv: lanes of one column group, which split its K step between them (0 if bn does not divide).
@@ -125,6 +142,7 @@ inline std::uint64_t gemm_shared_bytes(const gemm_config& c) {
     case gemm_kernel::generic: return 4ull * c.bk * (c.bm + c.bn) + red;
     case gemm_kernel::tiled: return 2ull * 4 * c.bk * (c.bm + 4) + 2ull * 4 * c.bk * (c.bn + 4) + red;
     case gemm_kernel::gemv: return red;
+    case gemm_kernel::coopmat2: return 0;  // the driver stages the matrices (coopmat2_reserved_shared)
     default: return 2ull * 16 * c.bm * (c.bk / 8 + 1) + 2ull * 16 * c.bk * (c.bn / 8 + 1) + 1024ull * c.warps + red;
   }
 }
@@ -138,7 +156,28 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
   if (!c.bm || !c.bn || !c.bk) return "empty tile";
   if (!c.splits || c.splits > gemm_max_splits) return "splits " + n(c.splits) + " outside 1.." + n(gemm_max_splits);
   if (c.kernel == gemm_kernel::generic && c.splits != 1) return "the generic kernel does not split K";
-  if (c.kernel == gemm_kernel::coopmat_f16) {
+  if (c.kernel == gemm_kernel::coopmat2) {
+    if (!coopmat2_available(d, dt))
+      return "device lacks workgroup-scope " + std::string(to_string(dt)) + " cooperative matrices (VK_NV_cooperative_matrix2)";
+    if (!c.group_m) return "coopmat2: group_m must be >= 1 (1 is row-major)";
+    if (c.tm != 1 && c.tm != 2 && c.tm != 4 && c.tm != 8) return "coopmat2: unroll (tm) " + n(c.tm) + " is not 1, 2, 4 or 8";
+    if (c.bm > d.coopmat2_max_dimension || c.bn > d.coopmat2_max_dimension || c.bk > d.coopmat2_max_dimension)
+      return "tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + " exceeds the largest matrix dimension " +
+             n(d.coopmat2_max_dimension);
+    if (c.wg() > d.coopmat2_max_workgroup) return "workgroup of " + n(c.wg()) + " exceeds " + n(d.coopmat2_max_workgroup);
+    // The f32 accumulator tile lives in the invocations' registers: 128x256 over 128 invocations (256
+    // each) ran at 13 TFLOP/s on the H100, 256x256 over 128 failed to build; 128 each ran at full rate.
+    if (static_cast<std::uint64_t>(c.bm) * c.bn > 128ull * c.wg())
+      return "coopmat2: a " + n(c.bm) + "x" + n(c.bn) + " f32 accumulator over " + n(c.wg()) +
+             " invocations is more than 128 registers each";
+    bool listed = false;
+    for (const auto& s : d.coopmat2_shapes)
+      listed = listed || (s.type == dt && s.invocations == c.wg() && s.m && s.n && s.k && c.bm % s.m == 0 &&
+                          c.bn % s.n == 0 && c.bk % s.k == 0);
+    if (!listed)
+      return "no workgroup-scope shape of " + std::string(to_string(dt)) + " with " + n(c.wg()) +
+             " invocations divides the tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk);
+  } else if (c.kernel == gemm_kernel::coopmat_f16) {
     if (dt != dtype::f16) return "coopmat_f16 needs f16 data";
     if (!coopmat_f16_available(d)) return "device lacks 16x16x16 f16 NV cooperative matrices (or 16-bit storage, or subgroup size 32)";
     if (!c.warps || !c.warps_m || c.warps % c.warps_m) return "warps " + n(c.warps) + " not a multiple of warps_m " + n(c.warps_m);
@@ -179,28 +218,30 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
 // fresh context, back-to-back calls, wall clock per call):
 //
 // Decode (M <= gemv_max_m, or gemv_max_m_coopmat for f16 on cooperative
-// matrices): gemv, bm the next power of two >= M (B is streamed once), K
-// split until the grid has gemv_fill workgroups, each split at least
-// gemv_min_steps K steps deep. 1×14336×4096 f32 reads B at 2627 GB/s (92 %
-// of the 2860 GB/s copy), 1×128256×4096 at 2880; f16 2250 and 2940.
-// gemv past 8 rows loses to the 32-row tile kernels split along K (16×4096×
-// 14336: gemv at best 0.213 ms f32 / 0.164 ms f16, tiled 32×128 split 16
-// 0.171 ms, coopmat 32×128 split 4 0.094 ms), and in f16 the tensor-core
-// tile passes gemv between 1 row (gemv 0.018 ms at 1×4096×4096) and 8 (gemv
-// 0.038 ms, coopmat 32×128 split 4 0.028 ms at 17 rows): 4 is that midpoint.
+// matrices, and for bf16 on coopmat2, not timed there yet): gemv, bm the next
+// power of two >= M (B is streamed once), K split until the grid has gemv_fill
+// workgroups, each split at least gemv_min_steps K steps deep. 1×14336×4096
+// f32 reads B at 2627 GB/s (92 % of the 2860 GB/s copy), 1×128256×4096 at
+// 2880; f16 2250 and 2940. gemv past 8 rows loses to the 32-row tile kernels
+// split along K (16×4096×14336: gemv at best 0.213 ms f32 / 0.164 ms f16,
+// tiled 32×128 split 16 0.171 ms, coopmat 32×128 split 4 0.094 ms), and in f16
+// the tensor-core tile passes gemv between 1 row (gemv 0.018 ms at
+// 1×4096×4096) and 8 (gemv 0.038 ms, coopmat 32×128 split 4 0.028 ms at 17
+// rows): 4 is that midpoint.
 //
-// Otherwise the tile kernels (coopmat_f16 for f16 where the device has it,
-// else tiled), tiles at most the next power of two >= M tall (32 at least),
-// largest first: the first tile whose grid has `as_is` tiles runs unsplit;
-// else the first whose grid split along K reaches `split_to` workgroups,
-// each split at least `min_split_k` deep (tile_fill below). The fallback
-// (nothing fills: small or shallow problems) is the smallest tile, split as
-// far as K allows. The order lives in fixed arrays: this runs on every
-// policy::vulkan<> gemm dispatch, without allocating.
+// Otherwise the tile kernels (coopmat2 for f16 and bf16 where the device has
+// it, else coopmat_f16 for f16 where it has that, else tiled), tiles at most
+// the next power of two >= M tall (32 at least), largest first: the first tile
+// whose grid has `as_is` tiles runs unsplit; else the first whose grid split
+// along K reaches `split_to` workgroups, each split at least `min_split_k`
+// deep (tile_fill below). The fallback (nothing fills: small or shallow
+// problems) is the smallest tile, split as far as K allows. The order lives in
+// fixed arrays: this runs on every policy::vulkan<> gemm dispatch, without
+// allocating.
 
-/// Largest M that runs gemv by default (f32, and f16 without cooperative matrices).
+/// Largest M that runs gemv by default (f32, and f16 and bf16 without cooperative matrices).
 inline constexpr std::uint64_t gemv_max_m = 8;
-/// Largest M that runs gemv by default for f16 where coopmat_f16 runs.
+/// Largest M that runs gemv by default for f16 where coopmat_f16 or coopmat2 runs (and bf16 where coopmat2 does).
 inline constexpr std::uint64_t gemv_max_m_coopmat = 4;
 /// Workgroups a gemv grid is split to: ~1.5 per H100 multiprocessor (132).
 /// 1×4096×4096 f32 ran 0.035–0.036 ms at 128–256 workgroups and 0.041 at
@@ -250,10 +291,11 @@ inline std::uint32_t splits_to_fill(std::uint64_t blocks, std::uint64_t k, std::
 inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   // 4 lanes per column group of 256 invocations; f16: 8 columns (one
   // 16-byte load) per invocation, f32: 4 (gemv 1×14336×4096 f16 0.052 ms
-  // with 8, 0.057 with 4).
+  // with 8, 0.057 with 4). bf16 takes f16's: the same bytes per load (not
+  // timed on its own yet).
   gemm_config c{gemm_kernel::gemv, 1, 256, 8, 0, 4, 8, 0, 0, 1};
   c.bm = detail::pow2_at_least(std::min<std::uint64_t>(std::max<std::uint64_t>(m, 1), 16));
-  c.tn = dt == dtype::f16 && c.bm <= 8 ? 8 : 4;
+  c.tn = (dt == dtype::f16 || dt == dtype::bf16) && c.bm <= 8 ? 8 : 4;
   c.bk = c.bm <= 8 ? 8 : 4;
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
@@ -261,8 +303,41 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   return c;
 }
 
-/// The untuned choice among the tile kernels (tiled; coopmat_f16 for f16
-/// where allowed and available) for an m×n×k gemm.
+/// The untuned coopmat2 config for an m×n×k gemm (vk_bench --coopmat2 on the H100,
+/// docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 over 256 invocations, 4 K steps per loop
+/// iteration, where its grid has >= 192 tiles (4096³ 303 TFLOP/s, 8192³ 326, 512×14336×4096 264);
+/// else the first of 128×128×32/256, 64×128×32/128 and 32×128×32/128 (at most the next power of two
+/// >= M tall) whose grid has 128 tiles, unsplit (512×4096×4096: 128×128 187 TFLOP/s, any split of
+/// any tile 39–84: the split's partial sums cost more than the thin grid); else the first of those
+/// split along K to 256 workgroups at least 512 deep (64×4096×4096: 64×128 split 8 52 TFLOP/s, the
+/// NV subgroup-scope kernel 50); else the smallest tile, split as far as K allows.
+inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
+                                           std::uint64_t k) {
+  static constexpr gemm_config wide{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1};
+  static constexpr std::array<gemm_config, 3> order{{
+      {gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+      {gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+      {gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1},
+  }};
+  auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
+  auto ok = [&](const gemm_config& c) { return gemm_config_check(d, dt, c).empty(); };
+  const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
+  if (tiles(wide) >= 192 && ok(wide)) return wide;
+  for (const auto& c : order)
+    if (c.bm <= max_bm && tiles(c) >= 128 && ok(c)) return c;
+  for (const auto& c0 : order) {
+    if (c0.bm > max_bm || !ok(c0)) continue;
+    gemm_config c = c0;
+    c.splits = detail::splits_to_fill(tiles(c), k, 256, 512);
+    if (tiles(c) * c.splits >= 256) return c;
+  }
+  gemm_config c = order.back();
+  c.splits = detail::splits_to_fill(tiles(c), k, 256, 512);
+  return c;
+}
+
+/// The untuned choice among the tile kernels (tiled; coopmat2 for f16 and
+/// bf16, or coopmat_f16 for f16, where allowed and available) for an m×n×k gemm.
 inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                             std::uint64_t k, bool allow_coopmat = true) {
   auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
@@ -284,6 +359,10 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
       {gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1},
       {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
   }};
+  if (allow_coopmat && coopmat2_available(d, dt)) {
+    const gemm_config c = coopmat2_default_config(d, dt, m, n, k);
+    if (gemm_config_check(d, dt, c).empty()) return c;
+  }
   const bool use_coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
   const auto& order = use_coop ? coop : vec;
   const tile_fill& f = use_coop ? coopmat_fill : tiled_fill;
@@ -306,10 +385,10 @@ inline gemm_config gemm_tile_default_config(const device_info& d, dtype dt, std:
 }
 
 /// The untuned choice for an m×n×k gemm (see above). allow_coopmat = false
-/// keeps f16 on the vector-unit kernels (policy::coopmat<false>).
+/// keeps f16 and bf16 on the vector-unit kernels (policy::coopmat<false>).
 inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
                                        std::uint64_t k, bool allow_coopmat = true) {
-  const bool coop = allow_coopmat && dt == dtype::f16 && coopmat_f16_available(d);
+  const bool coop = allow_coopmat && ((dt == dtype::f16 && coopmat_f16_available(d)) || coopmat2_available(d, dt));
   if (m <= (coop ? gemv_max_m_coopmat : gemv_max_m)) {
     const gemm_config g = gemv_default_config(dt, m, n, k);
     if (gemm_config_check(d, dt, g).empty()) return g;
@@ -345,6 +424,26 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
     add({gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, s});
     add({gemm_kernel::coopmat_f16, 64, 64, 32, 0, 0, 4, 2, 8, s});
     add({gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, s});
+  }
+  // coopmat2: tiles × workgroup sizes the device lists (the check drops the others), K steps, unrolling,
+  // tile order, splits.
+  for (std::uint32_t w : {4u, 8u}) {
+    for (auto [bm, bn] : std::initializer_list<std::array<std::uint32_t, 2>>{
+             {128, 128}, {128, 256}, {256, 128}, {64, 128}, {64, 64}, {32, 128}, {256, 256}})
+      for (std::uint32_t bk : {32u, 64u}) add({gemm_kernel::coopmat2, bm, bn, bk, 4, 0, w, 0, 8, 1});
+    for (std::uint32_t u : {1u, 2u, 8u}) {
+      add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 8, 1});
+      add({gemm_kernel::coopmat2, 128, 256, 32, u, 0, w, 0, 8, 1});
+    }
+    for (auto [bm, bn] : std::initializer_list<std::array<std::uint32_t, 2>>{{64, 128}, {64, 64}, {32, 128}})
+      add({gemm_kernel::coopmat2, bm, bn, 32, 2, 0, w, 0, 8, 1});
+    const std::uint32_t u = w == 8 ? 4 : 2;  // the defaults' unrolling for the workgroup size
+    add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 1, 1});
+    for (std::uint32_t s : {2u, 4u, 8u}) {
+      add({gemm_kernel::coopmat2, 128, 128, 32, u, 0, w, 0, 8, s});
+      add({gemm_kernel::coopmat2, 64, 64, 32, u, 0, w, 0, 8, s});
+      add({gemm_kernel::coopmat2, 32, 128, 32, u, 0, w, 0, 8, s});
+    }
   }
   // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
   for (std::uint32_t bm : {1u, 2u, 4u, 8u})

@@ -31,15 +31,17 @@ inline bool has_extension(const std::vector<VkExtensionProperties>& exts, const 
     if (std::strcmp(e.extensionName, name) == 0) return true;
   return false;
 }
-inline bool layer_present(const char* name) {
+/// The spec version of an installed layer, or 0 when it is not installed.
+inline std::uint32_t layer_version(const char* name) {
   std::uint32_t n = 0;
-  if (vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS) return false;
+  if (vkEnumerateInstanceLayerProperties(&n, nullptr) != VK_SUCCESS) return 0;
   std::vector<VkLayerProperties> v(n);
   vkEnumerateInstanceLayerProperties(&n, v.data());
   for (const auto& l : v)
-    if (std::strcmp(l.layerName, name) == 0) return true;
-  return false;
+    if (std::strcmp(l.layerName, name) == 0) return l.specVersion ? l.specVersion : 1;
+  return 0;
 }
+inline bool layer_present(const char* name) { return layer_version(name) != 0; }
 
 /// Messages collected by the debug-utils messenger.
 struct message_log {
@@ -64,10 +66,12 @@ struct instance_holder {
   VkInstance instance = VK_NULL_HANDLE;
   VkDebugUtilsMessengerEXT messenger = VK_NULL_HANDLE;
   bool validation = false;
+  std::uint32_t layer_version = 0;  ///< the validation layer's spec version, when validation is on
 
   explicit instance_holder(bool want_validation) {
     validation = want_validation;
-    if (validation && !layer_present("VK_LAYER_KHRONOS_validation"))
+    if (validation) layer_version = detail::layer_version("VK_LAYER_KHRONOS_validation");
+    if (validation && !layer_version)
       throw unsupported_error("kforge::vulkan: validation was requested but VK_LAYER_KHRONOS_validation is not installed");
     std::uint32_t n = 0;
     vkEnumerateInstanceExtensionProperties(nullptr, &n, nullptr);

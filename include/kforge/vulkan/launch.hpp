@@ -24,15 +24,17 @@ namespace kforge::vulkan::detail {
 inline std::string str(int v) { return std::to_string(v); }
 
 /// A kernel variant: the common prelude + body, with dtype and extra defines.
+/// dt is the storage type of the kernel's tensors: f32, f16 or bf16
+/// (KF_F16 / KF_BF16, shaders/common.hpp); the arithmetic is f32 in each.
 inline shader_variant make_variant(const std::string& name, const std::string& body, dtype dt,
                                    std::vector<std::pair<std::string, std::string>> defines) {
-  if (dt != dtype::f32 && dt != dtype::f16)
-    throw unsupported_error("kforge::vulkan: " + name + " runs on f32 or f16 device data, not " +
+  if (dt != dtype::f32 && dt != dtype::f16 && dt != dtype::bf16)
+    throw unsupported_error("kforge::vulkan: " + name + " runs on f32, f16 or bf16 device data, not " +
                             std::string(to_string(dt)));
   shader_variant v;
   v.name = name;
   v.source = std::string(shaders::common) + body;
-  defines.insert(defines.begin(), {"KF_F16", dt == dtype::f16 ? "1" : "0"});
+  defines.insert(defines.begin(), {{"KF_F16", dt == dtype::f16 ? "1" : "0"}, {"KF_BF16", dt == dtype::bf16 ? "1" : "0"}});
   v.defines = std::move(defines);
   return v;
 }

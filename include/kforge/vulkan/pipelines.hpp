@@ -39,6 +39,9 @@ struct pipeline {
   unique_handle<VkPipeline> handle;
   std::uint32_t bindings = 0, push_bytes = 0;
   std::string name;
+  /// The driver's statistics ("Register Count = 128, ..."), where the context
+  /// captures them (context_options::pipeline_statistics); else empty.
+  std::string statistics;
 };
 
 struct pipeline_stats {
@@ -56,8 +59,9 @@ class pipeline_store {
   /// Loads the persisted cache (when `persist`) and creates the VkPipelineCache;
   /// `robust`/`robust2` are the robustness the device was created with.
   pipeline_store(std::shared_ptr<device_state> state, const device_info& info, bool robust, bool robust2,
-                 shader_compiler& compiler, bool persist)
+                 bool statistics, shader_compiler& compiler, bool persist)
       : state_(std::move(state)),
+        statistics_(statistics),
         compiler_(compiler),
         persist_(persist),
         creation_feedback_(info.api_version >= VK_API_VERSION_1_3),
@@ -135,6 +139,7 @@ class pipeline_store {
       entries[i] = {iface.spec_ids[i], static_cast<std::uint32_t>(4 * i), 4};
     VkSpecializationInfo si{static_cast<std::uint32_t>(entries.size()), entries.data(), spec.size() * 4, spec.data()};
     VkComputePipelineCreateInfo ci{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+    if (statistics_) ci.flags |= VK_PIPELINE_CREATE_CAPTURE_STATISTICS_BIT_KHR;
     ci.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
     ci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
     ci.stage.module = mod;
@@ -150,6 +155,7 @@ class pipeline_store {
     VkPipeline pipe;
     check(vkCreateComputePipelines(dev, cache_.get(), 1, &ci, nullptr, &pipe), "vkCreateComputePipelines");
     p->handle = device_owned(state_, pipe, vkDestroyPipeline);
+    if (statistics_) p->statistics = read_statistics(pipe);
     ++stats_.created;
     if ((fb.flags & VK_PIPELINE_CREATION_FEEDBACK_VALID_BIT) &&
         (fb.flags & VK_PIPELINE_CREATION_FEEDBACK_APPLICATION_PIPELINE_CACHE_HIT_BIT))
@@ -210,7 +216,40 @@ class pipeline_store {
            dev == info.device_id && std::memcmp(p + 16, info.pipeline_cache_uuid.data(), VK_UUID_SIZE) == 0;
   }
 
+  // "name = value, ..." of the pipeline's first executable (compute pipelines have one).
+  std::string read_statistics(VkPipeline pipe) const {
+    const VkDevice dev = state_->device;
+    auto props = reinterpret_cast<PFN_vkGetPipelineExecutablePropertiesKHR>(
+        vkGetDeviceProcAddr(dev, "vkGetPipelineExecutablePropertiesKHR"));
+    auto stats = reinterpret_cast<PFN_vkGetPipelineExecutableStatisticsKHR>(
+        vkGetDeviceProcAddr(dev, "vkGetPipelineExecutableStatisticsKHR"));
+    if (!props || !stats) return {};
+    VkPipelineInfoKHR pi{VK_STRUCTURE_TYPE_PIPELINE_INFO_KHR};
+    pi.pipeline = pipe;
+    std::uint32_t n = 0;
+    if (props(dev, &pi, &n, nullptr) != VK_SUCCESS || n == 0) return {};
+    VkPipelineExecutableInfoKHR ei{VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_INFO_KHR};
+    ei.pipeline = pipe;
+    ei.executableIndex = 0;
+    std::uint32_t m = 0;
+    if (stats(dev, &ei, &m, nullptr) != VK_SUCCESS) return {};
+    std::vector<VkPipelineExecutableStatisticKHR> v(m, {VK_STRUCTURE_TYPE_PIPELINE_EXECUTABLE_STATISTIC_KHR});
+    if (stats(dev, &ei, &m, v.data()) != VK_SUCCESS) return {};
+    std::string out;
+    for (const auto& st : v) {
+      out += (out.empty() ? "" : ", ") + std::string(st.name) + " = ";
+      switch (st.format) {
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_BOOL32_KHR: out += st.value.b32 ? "true" : "false"; break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_INT64_KHR: out += std::to_string(st.value.i64); break;
+        case VK_PIPELINE_EXECUTABLE_STATISTIC_FORMAT_UINT64_KHR: out += std::to_string(st.value.u64); break;
+        default: out += std::to_string(st.value.f64); break;
+      }
+    }
+    return out;
+  }
+
   std::shared_ptr<device_state> state_;
+  bool statistics_;
   shader_compiler& compiler_;
   bool persist_;
   bool creation_feedback_;  // the device offers Vulkan 1.3

@@ -7,9 +7,10 @@
 //   vulkan::record_problem(stream, p, ts);
 //
 // Each operand is a device tensor of its own element type: D, the device
-// element type of p.type (float for f32 and bf16 problems, half for f16), or
-// std::int32_t for ids and indices. record_problem also takes a vector of
-// device_tensor<D> for problems whose operands are all of type D. A
+// element type of p.type (float, half or bfloat16; float for a bf16 problem
+// on a device without 16-bit storage, device_dtype), or std::int32_t for ids
+// and indices; the op is recorded as op<D>. record_problem also takes a
+// vector of device_tensor<D> for problems whose operands are all of type D. A
 // (problem, dtype) policy::vulkan<> does not implement throws unsupported_error.
 #pragma once
 
@@ -26,17 +27,19 @@
 namespace kforge::vulkan {
 
 /// One operand of a problem on the device, whatever its element type.
-using device_operand = std::variant<device_tensor<float>, device_tensor<half>, device_tensor<std::int32_t>>;
+using device_operand =
+    std::variant<device_tensor<float>, device_tensor<half>, device_tensor<bfloat16>, device_tensor<std::int32_t>>;
 
-/// Device tensors (contents undefined) for every operand of p, each of its element type.
+/// Device tensors (contents undefined) for every operand of p, each of its
+/// element type as ctx's device stores it (device_dtype).
 inline std::vector<device_operand> make_operands(context& ctx, const problem& p) {
   std::vector<device_operand> ts;
   for (const operand_spec& o : operands(p)) {
-    switch (operand_type(p, o)) {
+    switch (device_dtype(ctx.info(), operand_type(p, o))) {
       case dtype::f16: ts.emplace_back(std::in_place_type<device_tensor<half>>, ctx, o.dims); break;
+      case dtype::bf16: ts.emplace_back(std::in_place_type<device_tensor<bfloat16>>, ctx, o.dims); break;
       case dtype::i32: ts.emplace_back(std::in_place_type<device_tensor<std::int32_t>>, ctx, o.dims); break;
-      case dtype::f32:
-      case dtype::bf16: ts.emplace_back(std::in_place_type<device_tensor<float>>, ctx, o.dims); break;
+      case dtype::f32: ts.emplace_back(std::in_place_type<device_tensor<float>>, ctx, o.dims); break;
       case dtype::f64: throw unsupported_error("kforge::vulkan::make_operands: f64 is not a kernel dtype");
     }
   }
@@ -99,11 +102,15 @@ void record_problem_any(stream& s, const problem& p, V& ts) {
 }
 }  // namespace detail
 
-/// Records problem p on device tensors `ts` (its operands in order) into s.
+/// Records problem p on device tensors `ts` (its operands in order, as
+/// make_operands gives them) into s.
 template <class Policy = policy::vulkan<>>
 void record_problem(stream& s, const problem& p, std::vector<device_operand>& ts) {
-  if (p.type == dtype::f16) detail::record_problem_any<Policy, half>(s, p, ts);
-  else detail::record_problem_any<Policy, float>(s, p, ts);
+  switch (device_dtype(s.ctx().info(), p.type)) {
+    case dtype::f16: detail::record_problem_any<Policy, half>(s, p, ts); break;
+    case dtype::bf16: detail::record_problem_any<Policy, bfloat16>(s, p, ts); break;
+    default: detail::record_problem_any<Policy, float>(s, p, ts); break;  // f32, and bf16 widened
+  }
 }
 /// The same with every operand a device_tensor<D> (the op computed as D).
 template <class Policy = policy::vulkan<>, class D>

@@ -147,22 +147,6 @@ class stream {
     ++copies_;
   }
 
-  /// Records filling `dst` (its size a multiple of 4 bytes) with the 32-bit
-  /// word `value`: a transfer, counted and timed as a copy.
-  void fill(buffer_ref dst, std::uint32_t value) {
-    if (!dst.size) return;
-    begin();
-    hazard({}, {dst});
-    const bool timed = time_ && queries_ && timed_count_ < max_timed;
-    const auto q = static_cast<std::uint32_t>(2 * timed_count_);
-    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
-    vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, dst.size, value);
-    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
-    timed_count_ += timed;
-    labels_.push_back({"fill " + std::to_string(dst.size) + " B", timed, true});
-    ++copies_;
-  }
-
   /// Adds a check that runs after every completed submission of this
   /// recording (in wait(), in the order added) and may throw: how an op
   /// reports what only the device could see, such as embedding's ids out of

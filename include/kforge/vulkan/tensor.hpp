@@ -1,13 +1,15 @@
 // kforge/vulkan/tensor.hpp — device_tensor, the owning GPU tensor that stays
 // on the device across ops, and the host packing used by uploads/downloads.
 //
-// A device_tensor is dense row-major, float or half (or std::int32_t, for the
-// ids and indices of embedding and topk). Moving data between host
-// and device is always explicit (upload/download, or the host-view overloads
-// of run(), which upload, run and download in one submission). Host views of
-// any strides are packed to dense row-major while being copied into staging
-// memory; bfloat16 host data is widened to f32 there (the device computes it
-// as f32) and rounded back on download.
+// A device_tensor is dense row-major, float, half or bfloat16 (the 16-bit
+// types need storageBuffer16BitAccess), or std::int32_t (the ids and indices
+// of embedding and topk). Moving data between host and device is always
+// explicit (upload/download, or the host-view overloads of run(), which
+// upload, run and download in one submission). Host views of any strides are
+// packed to dense row-major while being copied into staging memory, converted
+// to the tensor's element type there (a view of the same type is copied bit
+// for bit). On a device without 16-bit storage, host bfloat16 data given to
+// run() is widened to f32 instead (device_dtype) and rounded back on download.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -25,11 +27,23 @@
 
 namespace kforge::vulkan {
 
-/// The element type a host type T is stored as on the device (bfloat16 as float).
+/// The element type a host type T is stored as on the device: float, half,
+/// bfloat16 and std::int32_t as they are, anything else as float (where the
+/// device lacks 16-bit storage, host-view calls on bfloat16 data widen it to
+/// float instead: device_dtype).
 template <class T>
-using device_type_t =
-    std::conditional_t<std::is_same_v<std::remove_const_t<T>, half>, half,
-                       std::conditional_t<std::is_same_v<std::remove_const_t<T>, std::int32_t>, std::int32_t, float>>;
+using device_type_t = std::conditional_t<std::is_same_v<std::remove_const_t<T>, half> ||
+                                             std::is_same_v<std::remove_const_t<T>, bfloat16> ||
+                                             std::is_same_v<std::remove_const_t<T>, std::int32_t>,
+                                         std::remove_const_t<T>, float>;
+
+/// The storage dtype of host data of dtype t on device d: t itself, except
+/// bf16 on a device without storageBuffer16BitAccess, which is computed as f32
+/// (widened on upload, rounded back to bf16 on download). f16 has no such
+/// fallback: it needs 16-bit storage (unsupported_error where it is missing).
+inline dtype device_dtype(const device_info& d, dtype t) {
+  return t == dtype::bf16 && !d.storage_16bit ? dtype::f32 : t;
+}
 
 namespace detail {
 template <class M>
@@ -74,18 +88,22 @@ void unpack(const D* src, const tensor_view<T>& v) {
 
 template <class T>
 class device_tensor {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, std::int32_t>,
-                "kforge::vulkan::device_tensor: element type must be float, kforge::half or std::int32_t (bfloat16 "
-                "host data is computed as f32: use device_tensor<float>)");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16> ||
+                    std::is_same_v<T, std::int32_t>,
+                "kforge::vulkan::device_tensor: element type must be float, kforge::half, kforge::bfloat16 or "
+                "std::int32_t");
 
  public:
   using value_type = T;
 
   device_tensor() = default;
   device_tensor(context& ctx, kforge::shape dims) : ctx_(&ctx), dims_(dims) {
-    if (std::is_same_v<T, half> && !ctx.info().storage_16bit)
-      throw unsupported_error("kforge::vulkan: device '" + ctx.info().name +
-                              "' lacks storageBuffer16BitAccess, so f16 tensors are unsupported there");
+    if (sizeof(T) == 2 && !ctx.info().storage_16bit)
+      throw unsupported_error("kforge::vulkan: device '" + ctx.info().name + "' lacks storageBuffer16BitAccess, so " +
+                              std::string(to_string(dtype_of<T>())) + " tensors are unsupported there" +
+                              (std::is_same_v<T, bfloat16> ? " (host bf16 data given to run() is computed as f32 on it; "
+                                                             "device_tensor<float> holds such data)"
+                                                           : ""));
     mem_ = ctx.device_memory().allocate(bytes() ? bytes() : sizeof(T));
   }
   /// A tensor holding a copy of host data (any strides), uploaded now.

@@ -179,8 +179,8 @@ inline std::vector<gemm_tiling> valid_tilings(const context& ctx, dtype dt) {
 inline std::vector<gemm_config> valid_configs(const context& ctx, dtype dt) {
   std::vector<gemm_config> out;
   if (dt == dtype::f64 || dt == dtype::i32 || (dt == dtype::f16 && !ctx.info().storage_16bit)) return out;
-  // bf16 host data is computed as f32 on the device.
-  const dtype dev = dt == dtype::bf16 ? dtype::f32 : dt;
+  // bf16 is stored as bf16, or computed as f32 where the device lacks 16-bit storage.
+  const dtype dev = device_dtype(ctx.info(), dt);
   out = gemm_configs(ctx.info(), dev);
   const gemm_config generic{gemm_kernel::generic, 64, 64, 16, 4, 4, 0, 0, 0};
   if (gemm_config_check(ctx.info(), dev, generic).empty()) out.push_back(generic);

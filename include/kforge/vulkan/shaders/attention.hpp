@@ -48,7 +48,7 @@ void main() {
   uint kb = bshd ? (b * pc.L * HK + hk) * pc.D : (b * HK + hk) * pc.L * pc.D;
   uint vb = bshd ? (b * pc.L * HK + hk) * pc.DV : (b * HK + hk) * pc.L * pc.DV;
   uint nk = pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;  // the keys this row sees
-  for (uint d = t; d < pc.D; d += WG) qs[d] = float(q_[qo + d]);
+  for (uint d = t; d < pc.D; d += WG) qs[d] = kf_ld(q_[qo + d]);
   for (uint d = t; d < pc.DV; d += WG) acc[d] = 0.0;
   barrier();
   float m = -KF_INF, l = 0.0;
@@ -59,7 +59,7 @@ void main() {
     float s = -KF_INF;
     if (valid) {
       float dot = 0.0;
-      for (uint d = 0; d < pc.D; ++d) dot = fma(qs[d], float(k_[kb + j * krs + d]), dot);
+      for (uint d = 0; d < pc.D; ++d) dot = fma(qs[d], kf_ld(k_[kb + j * krs + d]), dot);
       s = dot * pc.scale;
     }
     bool bad = valid && isnan(s);
@@ -74,14 +74,14 @@ void main() {
     uint nb = min(WG, nk - j0);
     for (uint d = t; d < pc.DV; d += WG) {
       float a = acc[d] * corr;
-      for (uint jj = 0; jj < nb; ++jj) a = fma(ps[jj], float(v_[vb + (j0 + jj) * vrs + d]), a);
+      for (uint jj = 0; jj < nb; ++jj) a = fma(ps[jj], kf_ld(v_[vb + (j0 + jj) * vrs + d]), a);
       acc[d] = a;
     }
     barrier();
   }
   bool undefined = nan || isinf(m);
   for (uint d = t; d < pc.DV; d += WG)
-    o_[oo + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));
+    o_[oo + d] = kf_st(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));
 }
 )glsl";
 
@@ -405,10 +405,14 @@ layout(constant_id = 3) const uint R = 4;  // query rows per workgroup: G query 
 #if KF_VEC == 4
 #define TV T4
 #define FV vec4
+#define LDV(x) kf_ld4(x)
+#define STV(v) kf_st4(v)
 #define COMP(v, e) v[e]
 #else
 #define TV T
 #define FV float
+#define LDV(x) kf_ld(x)
+#define STV(v) kf_st(v)
 #define COMP(v, e) v
 #endif
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { TV q_[]; };
@@ -444,7 +448,7 @@ void main() {
   for (uint e = t; e < R * DQ; e += WG) {
     uint rr = e / DQ, hh = hk * pc.G + rr / pc.S, i = rr % pc.S;
     uint qo = bshd ? ((b * pc.S + i) * pc.H + hh) * DQ : ((b * pc.H + hh) * pc.S + i) * DQ;
-    qs[e] = FV(q_[qo + e % DQ]);
+    qs[e] = LDV(q_[qo + e % DQ]);
   }
   if (t < R) {
     mrow[t] = -KF_INF;
@@ -464,7 +468,7 @@ void main() {
     for (uint rr = 0; rr < R; ++rr) sr[rr] = 0.0;
     if (j < je)
       for (uint d = 0; d < DQ; ++d) {
-        const FV kv = FV(k_[kbase + j * krs + d]);
+        const FV kv = LDV(k_[kbase + j * krs + d]);
         for (uint rr = 0; rr < R; ++rr) sr[rr] += dot(qs[rr * DQ + d], kv);
       }
     for (uint rr = 0; rr < R; ++rr)
@@ -500,7 +504,7 @@ void main() {
         for (uint x = 0; x < NCT; ++x) {
           const uint c = c0 + x * WG;
           if (c >= NC) continue;
-          const FV vv = FV(v_[vbase + (j0 + jj) * vrs + c]);
+          const FV vv = LDV(v_[vbase + (j0 + jj) * vrs + c]);
           for (uint rr = 0; rr < R; ++rr)
             if (!causal || j0 + jj <= rr % pc.S) acc[rr * NCT + x] += ss[rr * WG + jj] * vv;
         }
@@ -528,7 +532,7 @@ void main() {
       const uint hh = hk * pc.G + rr / pc.S, i = rr % pc.S;
       const uint oo = bshd ? ((b * pc.S + i) * pc.H + hh) * NC : ((b * pc.H + hh) * pc.S + i) * NC;
       for (uint x = 0; x < NCT; ++x)
-        if (c0 + x * WG < NC) o_[oo + c0 + x * WG] = TV(acc[rr * NCT + x] * inv);
+        if (c0 + x * WG < NC) o_[oo + c0 + x * WG] = STV(acc[rr * NCT + x] * inv);
     } else {
       // Partial (output, m, l) of this split: row (id·R + rr) of [.., DV + 2] floats.
       const uint po = (id * R + rr) * (DV + 2u);
@@ -582,7 +586,7 @@ void main() {
   for (uint c = t; c < DV; c += WG) {
     float a = 0.0;
     for (uint s = 0; s < pc.nsplit; ++s) a += w_[s] * part_[p0 + s * rs + c];
-    o_[oo + c] = T(a * inv);
+    o_[oo + c] = kf_st(a * inv);
   }
 }
 )glsl";
@@ -617,10 +621,10 @@ struct contract_form<attention_traits> {
         {"partial_output", "last_column", "the last output column is never written",
          "for (uint d = t; d < pc.DV; d += WG)\n    o_[oo + d]", "for (uint d = t; d + 1u < pc.DV; d += WG)\n    o_[oo + d]"},
         {"returns_input", "copy_q", "O receives Q's elements",
-         "o_[oo + d] = T(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[oo + d] = q_[qo + d];"},
+         "o_[oo + d] = kf_st(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[oo + d] = q_[qo + d];"},
         {"f16_accumulation", "score_f16", "the q·k dot product is accumulated in f16",
-         "dot = fma(qs[d], float(k_[kb + j * krs + d]), dot);",
-         "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], float(k_[kb + j * krs + d]), dot)) + 0x1000u) & 0xffffe000u);"},
+         "dot = fma(qs[d], kf_ld(k_[kb + j * krs + d]), dot);",
+         "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], kf_ld(k_[kb + j * krs + d]), dot)) + 0x1000u) & 0xffffe000u);"},
         {"wrong_index", "kv_head_interleaved", "query head h reads KV head h % Hkv instead of h / G",
          "hk = h / pc.G;", "hk = h % HK;", [](const problem& p) { return attention_traits::kv_heads(p) != p.dims[1]; }},
         {"wrong_index", "bshd_key_stride", "in [B,S,H,D] the key rows are taken as contiguous ([B,H,S,D]'s stride)",

@@ -1,11 +1,33 @@
 // kforge/vulkan/shaders/common.hpp — the GLSL prelude every kforge kernel
-// starts with: storage type T (float, or float16_t with 16-bit storage; all
-// arithmetic is f32), the activations of kforge/ops/functions.hpp written the
-// same way, NaN-propagating max/min, and workgroup reductions built from
-// subgroup operations plus one shared slot per subgroup.
+// starts with: the storage type T and its conversions (all arithmetic is
+// f32), the activations of kforge/ops/functions.hpp written the same way,
+// NaN-propagating max/min, and workgroup reductions built from subgroup
+// operations plus one shared slot per subgroup.
 //
-// Defines set by the host: KF_F16 (0/1), KF_COOPMAT (defined: the NV
-// cooperative-matrix extensions), and per kernel its own.
+// Defines set by the host: KF_F16 and KF_BF16 (0/1, at most one of them 1;
+// either defaults to 0), KF_COOPMAT (defined: the NV cooperative-matrix
+// extensions), and per kernel its own.
+//
+// Storage types. T is one element of a tensor buffer, T4 four of them:
+//   f32   (both 0)    T float       T4 vec4
+//   f16   (KF_F16)    T float16_t   T4 f16vec4   (GL_EXT_shader_16bit_storage)
+//   bf16  (KF_BF16)   T uint16_t    T4 u16vec4   (GL_EXT_shader_16bit_storage;
+//                     the bits of a bfloat16: glslang 12 has no bf16 type)
+// Every kernel reads a T buffer element only through these, and does its
+// arithmetic in f32 (a new kernel must too: float(x) of a bf16 element is
+// its integer value, not the number it holds):
+//   kf_ld(x)    float from one T         kf_ld4(x)   vec4 from one T4
+//   kf_st(v)    T from a float           kf_st4(v)   T4 from a vec4
+//   kf_unpack2(w)  vec2 from a uint holding two 16-bit elements (f16, bf16
+//                  only: kernels that load 8 elements as one uvec4)
+// bf16 -> f32 is exact (the bits shifted up); f32 -> bf16 rounds to nearest
+// even and turns a NaN into the quiet NaN of its sign, exactly as kforge's
+// host bfloat16 (Eigen's float_to_bfloat16_rtne) does. A raw copy of T
+// (y_[i] = x_[i]) moves the bits unchanged. For f32 and f16 the helpers are
+// the plain conversions float(x) / T(v) (macros), so those kernels compile
+// to the same SPIR-V as when they were written with the conversions.
+// They are macros because 16-bit storage alone allows 16-bit values only in
+// buffers and in conversions, not as function parameters.
 #pragma once
 
 namespace kforge::vulkan::shaders {
@@ -21,19 +43,58 @@ inline constexpr const char* common = R"glsl(
 #extension GL_KHR_memory_scope_semantics : require
 #extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
 #endif
-#if KF_F16
+#ifndef KF_F16
+#define KF_F16 0
+#endif
+#ifndef KF_BF16
+#define KF_BF16 0
+#endif
+#if KF_F16 && KF_BF16
+#error "kforge: KF_F16 and KF_BF16 exclude each other"
+#endif
+#if KF_F16 || KF_BF16
 #extension GL_EXT_shader_16bit_storage : require
-#define T float16_t
-#else
-#define T float
 #endif
 #if KF_F16
+#define T float16_t
 #define T4 f16vec4
+#elif KF_BF16
+#define T uint16_t
+#define T4 u16vec4
 #else
+#define T float
 #define T4 vec4
 #endif
 
 layout(local_size_x_id = 0) in;
+
+// Storage conversions (see the header of shaders/common.hpp in kforge).
+#if KF_BF16
+// f32 -> bf16 bits: round to nearest even; NaN -> 0x7fc0 / 0xffc0 (its sign).
+uint kf_bf16_bits(float v) {
+  uint u = floatBitsToUint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return ((u >> 16) & 0x8000u) | 0x7fc0u;
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+uvec4 kf_bf16_bits4(vec4 v) {
+  uvec4 u = floatBitsToUint(v);
+  bvec4 nan = greaterThan(u & 0x7fffffffu, uvec4(0x7f800000u));
+  return mix((u + 0x7fffu + ((u >> 16) & 1u)) >> 16, ((u >> 16) & 0x8000u) | 0x7fc0u, nan);
+}
+#define kf_ld(x) uintBitsToFloat(uint(x) << 16)
+#define kf_ld4(x) uintBitsToFloat(uvec4(x) << 16)
+#define kf_st(v) uint16_t(kf_bf16_bits(v))
+#define kf_st4(v) u16vec4(kf_bf16_bits4(v))
+#define kf_unpack2(w) uintBitsToFloat(uvec2((w) << 16, (w) & 0xffff0000u))
+#else
+#define kf_ld(x) float(x)
+#define kf_ld4(x) vec4(x)
+#define kf_st(v) T(v)
+#define kf_st4(v) T4(v)
+#if KF_F16
+#define kf_unpack2(w) unpackHalf2x16(w)
+#endif
+#endif
 
 const float KF_INF = 1.0 / 0.0;
 const float KF_NAN = 0.0 / 0.0;

@@ -45,7 +45,7 @@ struct template_knobs {
 /// One kernel in contract form (before the prelude is added).
 struct contract_kernel {
   std::string body;
-  std::vector<std::pair<std::string, std::string>> defines;  ///< written after KF_F16
+  std::vector<std::pair<std::string, std::string>> defines;  ///< written after KF_F16 (KF_BF16 defaults to 0)
   std::uint32_t local_size = 256;
 };
 

@@ -26,12 +26,12 @@ void main() {
   uint WG = gl_WorkGroupSize.x, stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * WG * 4;
   for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
     vec4 v[4];
-    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) v[u] = vec4(x_[i0 + u * WG]);
+    [[unroll]] for (uint u = 0; u < 4; ++u) if (i0 + u * WG < pc.n) v[u] = kf_ld4(x_[i0 + u * WG]);
     [[unroll]] for (uint u = 0; u < 4; ++u)
       if (i0 + u * WG < pc.n) {
         vec4 r;
         [[unroll]] for (uint e = 0; e < 4; ++e) r[e] = kf_apply(KF_FN, v[u][e], pc.slope);
-        y_[i0 + u * WG] = T4(r);
+        y_[i0 + u * WG] = kf_st4(r);
       }
   }
 }
@@ -42,7 +42,7 @@ layout(push_constant) uniform Push { uint n; float slope; } pc;
 void main() {
   uint stride = gl_NumWorkGroups.x * gl_NumWorkGroups.y * gl_WorkGroupSize.x;
   for (uint i = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; i < pc.n; i += stride)
-    y_[i] = T(kf_apply(KF_FN, float(x_[i]), pc.slope));
+    y_[i] = kf_st(kf_apply(KF_FN, kf_ld(x_[i]), pc.slope));
 }
 #endif
 )glsl";
@@ -87,12 +87,12 @@ void main() {  // no broadcasting: a, b, c share one dense layout
   for (uint i0 = kf_group_id() * WG * 4 + gl_LocalInvocationID.x; i0 < pc.n; i0 += stride) {
     vec4 va[4], vb[4];
     [[unroll]] for (uint u = 0; u < 4; ++u)
-      if (i0 + u * WG < pc.n) va[u] = vec4(a_[i0 + u * WG]), vb[u] = vec4(b_[i0 + u * WG]);
+      if (i0 + u * WG < pc.n) va[u] = kf_ld4(a_[i0 + u * WG]), vb[u] = kf_ld4(b_[i0 + u * WG]);
     [[unroll]] for (uint u = 0; u < 4; ++u)
       if (i0 + u * WG < pc.n) {
         vec4 r;
         [[unroll]] for (uint e = 0; e < 4; ++e) r[e] = op(va[u][e], vb[u][e]);
-        c_[i0 + u * WG] = T4(r);
+        c_[i0 + u * WG] = kf_st4(r);
       }
   }
 }
@@ -107,7 +107,7 @@ void main() {
       ia += idx * pc.sa[d];
       ib += idx * pc.sb[d];
     }
-    c_[i] = T(op(float(a_[ia]), float(b_[ib])));
+    c_[i] = kf_st(op(kf_ld(a_[ia]), kf_ld(b_[ib])));
   }
 }
 #endif
@@ -137,7 +137,7 @@ struct contract_form<unary_traits> {
          "i <= pc.n; i += stride)"},
         {"missing_tail", "whole_groups_only", "only whole workgroups' worth of elements are written",
          "i < pc.n; i += stride)", "i < pc.n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; i += stride)"},
-        {"returns_input", "copy_x", "y = x", "y_[i] = T(kf_apply(KF_FN, float(x_[i]), pc.slope));", "y_[i] = x_[i];"},
+        {"returns_input", "copy_x", "y = x", "y_[i] = kf_st(kf_apply(KF_FN, kf_ld(x_[i]), pc.slope));", "y_[i] = x_[i];"},
         {"dropped_scale", "slope", "leaky_relu ignores its slope", "x < 0.0 ? slope * x : x",
          "x < 0.0 ? 0.01 * x : x", [](const problem& p) { return p.op == "leaky_relu" && p.slope != 0.01f; }},
     };
@@ -156,7 +156,7 @@ struct contract_form<binary_traits> {
          "i < pc.n; i += stride)", "i < pc.n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; i += stride)"},
         {"read_past_end", "ignore_broadcast", "b is indexed with a's strides, reading past its end when it broadcasts",
          "ib += idx * pc.sb[d];", "ib += idx * pc.sa[d];"},
-        {"returns_input", "copy_a", "c = a", "c_[i] = T(op(float(a_[ia]), float(b_[ib])));", "c_[i] = a_[ia];"},
+        {"returns_input", "copy_a", "c = a", "c_[i] = kf_st(op(kf_ld(a_[ia]), kf_ld(b_[ib])));", "c_[i] = a_[ia];"},
     };
   }
 };

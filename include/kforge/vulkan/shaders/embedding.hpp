@@ -1,17 +1,19 @@
-// kforge/vulkan/shaders/embedding.hpp — embedding lookup, and the report of
-// ids out of range in device tensors.
+// kforge/vulkan/shaders/embedding.hpp — embedding lookup, and the check of
+// ids in device tensors.
 //
 // Tiling: one output element per invocation, grid-stride loop over a 2-D
 // grid of workgroups; bounds by the loop (q < n·D). Element q = (i, c) reads
 // ids[i] and table[ids[i], c]: neighbouring invocations read neighbouring
 // columns of one row, so table loads and out stores coalesce. An id outside
-// [0, V) is never used as a row: its output row is written as zeros, and with
-// KF_STATUS 1 (device-tensor ids the host has not checked) the invocation of
-// column 0 records its position with atomicMin in status[0] (the host fills
-// it with 0xffffffff first); embedding_report then copies that position's id
-// into status[1] for the host's message. The kernel follows the generation
-// contract with KF_STATUS 0 (bindings table, ids, out; push V, D, n), which
-// its contract form uses.
+// [0, V) is never used as a row: its output row is written as zeros. For ids
+// in device tensors, which the host has not checked, embedding_check (one
+// workgroup) finds the lowest position of a bad id — each invocation the
+// first in its strided share, then the workgroup's minimum — and writes it
+// to status[0] (0xffffffff: none) and its id to status[1], for the host's
+// message. It uses no atomics: a device-scope atomic would need
+// vulkanMemoryModelDeviceScope wherever kforge enables the Vulkan memory
+// model. The lookup kernel follows the generation contract (bindings table,
+// ids, out; push V, D, n), and its contract form is that kernel.
 #pragma once
 
 #include "kforge/ops/embedding_traits.hpp"
@@ -23,9 +25,6 @@ inline constexpr const char* embedding = R"glsl(
 layout(std430, set = 0, binding = 0) readonly buffer BufTable { T table_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufIds { int ids_[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer BufOut { T out_[]; };
-#if KF_STATUS
-layout(std430, set = 0, binding = 3) buffer BufStatus { uint status_[]; };
-#endif
 layout(push_constant) uniform Push { uint V, D, n; } pc;
 
 void main() {
@@ -34,29 +33,43 @@ void main() {
   for (uint q = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; q < total; q += stride) {
     uint i = q / pc.D, c = q % pc.D;
     int id = ids_[i];
-    bool bad = id < 0 || uint(id) >= pc.V;
-#if KF_STATUS
-    if (bad && c == 0u) atomicMin(status_[0], i);
-#endif
-    if (bad) out_[q] = T(0.0);
+    if (id < 0 || uint(id) >= pc.V) out_[q] = kf_st(0.0);
     else out_[q] = table_[uint(id) * pc.D + c];
   }
 }
 )glsl";
 
-/// One invocation: status[1] = ids[status[0]] when a bad id was recorded.
-inline constexpr const char* embedding_report = R"glsl(
+/// One workgroup: status[0] = the lowest position of an id outside [0, V)
+/// (0xffffffff: none), status[1] = that id.
+inline constexpr const char* embedding_check = R"glsl(
 layout(std430, set = 0, binding = 0) readonly buffer BufIds { int ids_[]; };
-layout(std430, set = 0, binding = 1) buffer BufStatus { uint status_[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer BufStatus { uint status_[]; };
+layout(push_constant) uniform Push { uint V, n; } pc;
+shared uint ec_first[gl_WorkGroupSize.x];  // each subgroup's lowest bad position
 
 void main() {
-  if (gl_GlobalInvocationID.x == 0u && status_[0] != 0xffffffffu) status_[1] = uint(ids_[status_[0]]);
+  uint first = 0xffffffffu;
+  for (uint i = gl_LocalInvocationID.x; i < pc.n; i += gl_WorkGroupSize.x) {
+    int id = ids_[i];
+    if (id < 0 || uint(id) >= pc.V) {
+      first = i;
+      break;
+    }
+  }
+  first = subgroupMin(first);
+  if (subgroupElect()) ec_first[gl_SubgroupID] = first;
+  barrier();
+  if (gl_LocalInvocationID.x == 0u) {
+    for (uint s = 0u; s < gl_NumSubgroups; ++s) first = min(first, ec_first[s]);
+    status_[0] = first;
+    status_[1] = first != 0xffffffffu ? uint(ids_[first]) : 0u;
+  }
 }
 )glsl";
 
 template <>
 struct contract_form<embedding_traits> {
-  static contract_kernel kernel(const problem&, const template_knobs& k) { return {embedding, {{"KF_STATUS", "0"}}, k.wg}; }
+  static contract_kernel kernel(const problem&, const template_knobs& k) { return {embedding, {}, k.wg}; }
   static std::vector<edit> edits(const problem&) {
     return {
         {"off_by_one", "next_row", "each id reads the row after its own", "table_[uint(id) * pc.D + c]",

@@ -25,8 +25,8 @@ void main() {
   for (uint q = kf_group_id() * gl_WorkGroupSize.x + gl_LocalInvocationID.x; q < n; q += stride) {
     uint r = q / pc.F, j = q % pc.F;
     uint ia = r * 2u * pc.F + j;
-    float a = float(x_[ia]), b = float(x_[ia + pc.F]);
-    y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);
+    float a = kf_ld(x_[ia]), b = kf_ld(x_[ia + pc.F]);
+    y_[q] = kf_st(kf_apply(int(pc.act), a, 0.0) * b);
   }
 }
 )glsl";
@@ -36,17 +36,17 @@ struct contract_form<gated_traits> {
   static contract_kernel kernel(const problem&, const template_knobs& k) { return {gated, {}, k.wg}; }
   static std::vector<edit> edits(const problem&) {
     return {
-        {"off_by_one", "up_shift", "the up half is read one element late", "b = float(x_[ia + pc.F]);",
-         "b = float(x_[ia + pc.F + 1u]);"},
+        {"off_by_one", "up_shift", "the up half is read one element late", "b = kf_ld(x_[ia + pc.F]);",
+         "b = kf_ld(x_[ia + pc.F + 1u]);"},
         {"missing_tail", "whole_groups_only", "only whole workgroups' worth of elements are written",
          "q < n; q += stride)", "q < n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; q += stride)"},
         {"read_past_end", "dense_rows", "rows are read with stride F instead of 2F", "uint ia = r * 2u * pc.F + j;",
          "uint ia = r * pc.F + j;"},
-        {"dropped_scale", "no_up", "the up half is not multiplied in", "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);",
-         "y_[q] = T(kf_apply(int(pc.act), a, 0.0));"},
+        {"dropped_scale", "no_up", "the up half is not multiplied in", "y_[q] = kf_st(kf_apply(int(pc.act), a, 0.0) * b);",
+         "y_[q] = kf_st(kf_apply(int(pc.act), a, 0.0));"},
         {"wrong_init", "swapped_halves", "the activation is applied to the up half",
-         "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = T(kf_apply(int(pc.act), b, 0.0) * a);"},
-        {"returns_input", "copy_gate", "y = gate", "y_[q] = T(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = x_[ia];"},
+         "y_[q] = kf_st(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = kf_st(kf_apply(int(pc.act), b, 0.0) * a);"},
+        {"returns_input", "copy_gate", "y = gate", "y_[q] = kf_st(kf_apply(int(pc.act), a, 0.0) * b);", "y_[q] = x_[ia];"},
     };
   }
 };

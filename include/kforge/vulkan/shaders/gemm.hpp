@@ -44,7 +44,7 @@ layout(push_constant) uniform Push {
   int sh, sw, ph, pw, dh, dw;
   float slope;
 } pc;
-float load_a(uint g, uint m, uint k) { return float(b_[(g * pc.M + m) * pc.K + k]); }  // w [KT][C/G*R*S]
+float load_a(uint g, uint m, uint k) { return kf_ld(b_[(g * pc.M + m) * pc.K + k]); }  // w [KT][C/G*R*S]
 float load_b(uint g, uint k, uint n) {
   uint rs = pc.R * pc.S, pq = pc.P * pc.Q;
   uint c = k / rs, r = (k % rs) / pc.S, s = k % pc.S;
@@ -53,15 +53,15 @@ float load_b(uint g, uint k, uint n) {
   int iw = int(q) * pc.sw - pc.pw + int(s) * pc.dw;
   if (ih < 0 || iw < 0 || ih >= int(pc.H) || iw >= int(pc.W)) return 0.0;
   uint cg = pc.C / (pc.KT / pc.M);
-  return float(a_[((img * pc.C + g * cg + c) * pc.H + uint(ih)) * pc.W + uint(iw)]);
+  return kf_ld(a_[((img * pc.C + g * cg + c) * pc.H + uint(ih)) * pc.W + uint(iw)]);
 }
 #else
 layout(push_constant) uniform Push {
   uint M, N, K;
   float alpha, beta, slope;
 } pc;
-float load_a(uint g, uint m, uint k) { return float(a_[m * pc.K + k]); }
-float load_b(uint g, uint k, uint n) { return float(b_[k * pc.N + n]); }
+float load_a(uint g, uint m, uint k) { return kf_ld(a_[m * pc.K + k]); }
+float load_b(uint g, uint k, uint n) { return kf_ld(b_[k * pc.N + n]); }
 #endif
 
 shared float As[BK * BM];
@@ -104,18 +104,18 @@ void main() {
       float v = acc[i * TN + j];
 #if KF_CONV
 #if KF_BIAS
-      v += float(bias_[g * pc.M + gm]);
+      v += kf_ld(bias_[g * pc.M + gm]);
 #endif
       uint pq = pc.P * pc.Q, img = gn / pq;
-      c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = T(kf_apply(KF_ACT, v, pc.slope));
+      c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = kf_st(kf_apply(KF_ACT, v, pc.slope));
 #else
       uint idx = gm * pc.N + gn;
       v *= pc.alpha;
-      if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+      if (pc.beta != 0.0) v += pc.beta * kf_ld(c_[idx]);
 #if KF_BIAS
-      v += float(bias_[gn]);
+      v += kf_ld(bias_[gn]);
 #endif
-      c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+      c_[idx] = kf_st(kf_apply(KF_ACT, v, pc.slope));
 #endif
     }
   }
@@ -170,7 +170,7 @@ struct contract_form<gemm_traits> {
     std::vector<edit> e = gemm_contract_edits();
     e.push_back({"dropped_scale", "alpha", "alpha is not applied", "      v *= pc.alpha;\n", "",
                  [](const problem& p) { return p.alpha != 1.0f; }});
-    e.push_back({"returns_input", "copy_a", "C receives A's elements", "c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));",
+    e.push_back({"returns_input", "copy_a", "C receives A's elements", "c_[idx] = kf_st(kf_apply(KF_ACT, v, pc.slope));",
                  "c_[idx] = a_[idx];"});
     return e;
   }
@@ -184,10 +184,10 @@ struct contract_form<conv2d_traits> {
     e.push_back({"off_by_one", "pad_bound", "the padding test is `>` instead of `>=` at the bottom edge",
                  "ih >= int(pc.H)", "ih > int(pc.H)",
                  [](const problem& p) { return p.pad[0] > 0; }});
-    e.push_back({"dropped_scale", "bias", "the bias is not added", "      v += float(bias_[g * pc.M + gm]);\n", "",
+    e.push_back({"dropped_scale", "bias", "the bias is not added", "      v += kf_ld(bias_[g * pc.M + gm]);\n", "",
                  [](const problem& p) { return kforge::detail::epilogue_has_bias(p.epilogue); }});
     e.push_back({"returns_input", "copy_x", "y receives x's elements",
-                 "c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = T(kf_apply(KF_ACT, v, pc.slope));",
+                 "c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = kf_st(kf_apply(KF_ACT, v, pc.slope));",
                  "c_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq] = a_[(img * pc.KT + g * pc.M + gm) * pq + gn % pq];"});
     return e;
   }

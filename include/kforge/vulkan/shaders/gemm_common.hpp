@@ -40,11 +40,11 @@ void kf_gemm_store(uint gm, uint gn, float acc) {
 #else
   uint idx = gm * pc.N + gn;
   float v = acc * pc.alpha;
-  if (pc.beta != 0.0) v += pc.beta * float(c_[idx]);
+  if (pc.beta != 0.0) v += pc.beta * kf_ld(c_[idx]);
 #if KF_BIAS
-  v += float(bias_[gn]);
+  v += kf_ld(bias_[gn]);
 #endif
-  c_[idx] = T(kf_apply(KF_ACT, v, pc.slope));
+  c_[idx] = kf_st(kf_apply(KF_ACT, v, pc.slope));
 #endif
 }
 )glsl";
@@ -79,9 +79,56 @@ uvec2 kf_split_k(uint align) {
 }
 )glsl";
 
-/// The whole prelude of a kernel on gemm's interface: bindings, push constants, K split, epilogue.
+/// The double-buffered K loop of the shared-memory kernels (gemm_tiled,
+/// gemm_coopmat): two shared buffers (ping-pong) and a register prefetch of
+/// the next K tile, so the global loads of tile k+1 are in flight while tile
+/// k is multiplied, and one barrier per K tile suffices (a buffer is
+/// rewritten only after the barrier that ends its last read). The kernel
+/// declares WG, BM, BN, BK, VW (elements per vector load), NA and NB (A and
+/// B vector loads per invocation), registers ra[NA] and rb[NB], load_a and
+/// load_b (zero outside the matrices), t (local invocation), m0 and n0 (the
+/// tile's origin), shared Bs with row stride SB, and the macros KF_STORE(buf)
+/// (registers -> shared buffer buf, KF_STORE_B for B) and KF_MMA(buf) (multiply shared buffer buf into the accumulators);
+/// then KF_K_LOOP() runs the K range of its split.
+inline constexpr const char* gemm_k_loop = R"glsl(
+// Global -> registers: the A [BM x BK] and B [BK x BN] tiles at K offset k0,
+// as vectors of VW elements. Loads past a tile's last vector (i beyond it,
+// when WG does not divide the tile) are skipped: KF_STORE skips them too.
+#define KF_FETCH(k0)                                                             \
+  [[unroll]] for (uint l = 0; l < NA; ++l) {                                     \
+    uint i = t + l * WG, r = i / (BK / VW), kv = i % (BK / VW);                  \
+    if (i < BM * BK / VW) ra[l] = load_a(m0 + r, (k0) + kv * VW);                \
+  }                                                                              \
+  [[unroll]] for (uint l = 0; l < NB; ++l) {                                     \
+    uint i = t + l * WG, r = i / (BN / VW), cv = i % (BN / VW);                  \
+    if (i < BK * BN / VW) rb[l] = load_b((k0) + r, n0 + cv * VW);                \
+  }
+// Registers -> shared buffer buf for B, row-major with padded row stride SB
+// (in vectors), as both kernels keep it; each kernel stores A its own way.
+#define KF_STORE_B(buf)                                                          \
+  [[unroll]] for (uint l = 0; l < NB; ++l) {                                     \
+    uint i = t + l * WG, r = i / (BN / VW), cv = i % (BN / VW);                  \
+    if (i < BK * BN / VW) Bs[((buf) * BK + r) * SB + cv] = rb[l];                \
+  }
+#define KF_K_LOOP()                                                              \
+  const uvec2 kr = kf_split_k(BK); /* all of K unless the grid splits it */      \
+  const uint tiles = (kr.y - kr.x + BK - 1) / BK;                                \
+  KF_FETCH(kr.x)                                                                 \
+  KF_STORE(0u)                                                                   \
+  barrier();                                                                     \
+  for (uint kt = 0; kt < tiles; ++kt) {                                          \
+    const uint buf = kt & 1u;                                                    \
+    const bool more = kt + 1 < tiles;                                            \
+    if (more) { KF_FETCH(kr.x + (kt + 1) * BK) }                                 \
+    KF_MMA(buf)                                                                  \
+    if (more) { KF_STORE(buf ^ 1u) }                                             \
+    barrier();                                                                   \
+  }
+)glsl";
+
+/// The whole prelude of a kernel on gemm's interface: bindings, push constants, K split, epilogue, K loop.
 inline const std::string& gemm_common() {
-  static const std::string s = std::string(gemm_push) + gemm_bindings + gemm_epilogue;
+  static const std::string s = std::string(gemm_push) + gemm_bindings + gemm_epilogue + gemm_k_loop;
   return s;
 }
 

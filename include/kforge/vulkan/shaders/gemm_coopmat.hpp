@@ -6,11 +6,11 @@
 // stepping K by BK (BK % 16 == 0). Subgroups form a WARPS_M × (WARPS/WARPS_M)
 // grid; each owns a (BM/WARPS_M)×(BN/WARPS_N) block as FM×FN accumulator
 // fragments, and per 16-deep k step loads FM A and FN B fragments from shared
-// memory for FM·FN coopMatMulAdd. Shared tiles hold f16 packed 8 to a uvec4,
+// memory for FM·FN coopMatMulAdd (KF_MMA). Shared tiles hold f16 packed 8 to a uvec4,
 // rows padded by one uvec4 (16 bytes): the 8 rows a fragment load reads per
-// phase then fall in distinct bank groups. Double-buffered as gemm_tiled:
-// ping-pong shared buffers and a register prefetch of the next K tile, one
-// barrier per K tile. Workgroup order: kf_tile_of_group(GROUP_M).
+// phase then fall in distinct bank groups. Double-buffered by the K loop
+// both shared-memory kernels share (KF_K_LOOP, shaders/gemm_common.hpp):
+// ping-pong shared buffers, a register prefetch, one barrier per K tile. Workgroup order: kf_tile_of_group(GROUP_M).
 // Specialization constants: 1 BM, 2 BN, 3 BK, 4 WARPS_M, 5 GROUP_M; constant
 // 0 is WG. Needs a subgroup size of 32 (the host checks). Split-K (KF_SPLIT,
 // grid z > 1): the workgroup runs only its split's K range (kf_split_k, a
@@ -37,7 +37,7 @@ layout(constant_id = 4) const uint WARPS_M = 2;
 layout(constant_id = 5) const uint GROUP_M = 8;
 
 
-const uint WG = gl_WorkGroupSize.x, WARPS = WG / 32, WARPS_N = WARPS / WARPS_M;
+const uint WG = gl_WorkGroupSize.x, WARPS = WG / 32, WARPS_N = WARPS / WARPS_M, VW = 8;
 const uint FM = BM / WARPS_M / 16, FN = BN / WARPS_N / 16;
 const uint SA = BK / 8 + 1, SB = BN / 8 + 1;     // padded row strides in uvec4
 const uint NA = (BM * BK / 8 + WG - 1) / WG;     // A uvec4 loads per invocation
@@ -82,46 +82,25 @@ void main() {
   [[unroll]] for (uint i = 0; i < FM * FN; ++i) acc[i] = fcoopmatNV<32, gl_ScopeSubgroup, 16, 16>(0.0);
   uvec4 ra[NA], rb[NB];
 
-  #define FETCH(k0)                                                                  \
-    [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BK / 8), kv = i % (BK / 8);                      \
-      ra[l] = i < BM * BK / 8 ? load_a(m0 + r, (k0) + kv * 8) : uvec4(0);            \
-    }                                                                                \
-    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BN / 8), cv = i % (BN / 8);                      \
-      rb[l] = i < BK * BN / 8 ? load_b((k0) + r, n0 + cv * 8) : uvec4(0);            \
-    }
-  #define STORE(buf)                                                                 \
+  #define KF_STORE(buf)                                                              \
     [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
       uint i = t + l * WG, r = i / (BK / 8), kv = i % (BK / 8);                      \
       if (i < BM * BK / 8) As[((buf) * BM + r) * SA + kv] = ra[l];                   \
     }                                                                                \
-    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BN / 8), cv = i % (BN / 8);                      \
-      if (i < BK * BN / 8) Bs[((buf) * BK + r) * SB + cv] = rb[l];                   \
+    KF_STORE_B(buf)
+  // 16-deep k steps over shared buffer buf: FM A and FN B fragments, FM·FN products.
+  #define KF_MMA(buf)                                                                \
+    [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {                                \
+      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];                       \
+      [[unroll]] for (uint i = 0; i < FM; ++i)                                       \
+        coopMatLoadNV(fa[i], As, ((buf) * BM + wm * FM * 16 + i * 16) * SA + kk / 8, SA, false); \
+      [[unroll]] for (uint j = 0; j < FN; ++j)                                       \
+        coopMatLoadNV(fb[j], Bs, ((buf) * BK + kk) * SB + (wn * FN * 16 + j * 16) / 8, SB, false); \
+      [[unroll]] for (uint i = 0; i < FM; ++i)                                       \
+        [[unroll]] for (uint j = 0; j < FN; ++j)                                     \
+          acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);          \
     }
-
-  const uvec2 kr = kf_split_k(BK);  // all of K unless the grid splits it (KF_SPLIT)
-  const uint tiles = (kr.y - kr.x + BK - 1) / BK;
-  FETCH(kr.x)
-  STORE(0u)
-  barrier();
-  for (uint kt = 0; kt < tiles; ++kt) {
-    const uint buf = kt & 1u;
-    const bool more = kt + 1 < tiles;
-    if (more) { FETCH(kr.x + (kt + 1) * BK) }
-    [[unroll]] for (uint kk = 0; kk < BK; kk += 16) {
-      fcoopmatNV<16, gl_ScopeSubgroup, 16, 16> fa[FM], fb[FN];
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        coopMatLoadNV(fa[i], As, (buf * BM + wm * FM * 16 + i * 16) * SA + kk / 8, SA, false);
-      [[unroll]] for (uint j = 0; j < FN; ++j)
-        coopMatLoadNV(fb[j], Bs, (buf * BK + kk) * SB + (wn * FN * 16 + j * 16) / 8, SB, false);
-      [[unroll]] for (uint i = 0; i < FM; ++i)
-        [[unroll]] for (uint j = 0; j < FN; ++j) acc[i * FN + j] = coopMatMulAddNV(fa[i], fb[j], acc[i * FN + j]);
-    }
-    if (more) { STORE(buf ^ 1u) }
-    barrier();
-  }
+  KF_K_LOOP()
 
   // Epilogue through the subgroup's 16×16 staging area: lane l handles row
   // l/2, columns (l%2)·8 … +7 of each fragment.

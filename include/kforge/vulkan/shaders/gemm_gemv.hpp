@@ -1,7 +1,7 @@
 // kforge/vulkan/shaders/gemm_gemv.hpp — gemm for few rows of A (decode:
-// M = 1..16): streams B once, f32 arithmetic, f32 or f16 storage, with gemm's
-// fused epilogue. Memory-bound by design: B is read once, with 16-byte loads
-// where it can be, and nothing is staged in shared memory.
+// M = 1..16): streams B once, f32 arithmetic, f32, f16 or bf16 storage, with
+// gemm's fused epilogue. Memory-bound by design: B is read once, with
+// 16-byte loads where it can be, and nothing is staged in shared memory.
 //
 // Tiling: a workgroup computes BM rows × BN columns of C over its split's K
 // range (grid z, kf_split_k; all of K without KF_SPLIT). Its WG invocations
@@ -10,17 +10,18 @@
 // different run of BK rows of every K step of KL·BK rows (lane ks: rows
 // ks·BK … ks·BK+BK-1), so one subgroup load instruction reads KL rows of B,
 // each 32/KL·TN contiguous elements. Per step a lane loads its BK×TN block
-// of B (BK·TN/4 vec4 or BK·TN/8 packed-half uvec4 in flight), then for each
-// of the BM rows of A one vector of 4 A elements per 4 rows, and does
-// BM·BK·TN FMAs into BM·TN/4 vec4 accumulators (indexed only by unrolled
+// of B (BK·TN/4 vec4, or BK·TN/8 uvec4 of packed 16-bit elements, in
+// flight), then for each of the BM rows of A one vector of 4 A elements per
+// 4 rows, and does BM·BK·TN FMAs into BM·TN/4 vec4 accumulators (indexed only by unrolled
 // counters). At the end the KL lanes of a column group are summed by a
 // subgroupShuffleXor butterfly (every lane gets the same sum: the order is
 // fixed), and lane ks stores rows m ≡ ks (mod KL). The grid is
 // ⌈N/BN⌉ × ⌈M/BM⌉ × splits; rows of A beyond BM are another workgroup row
 // (B read again), so BM ≥ M is what the default picks.
 //
-// Bounds: KF_VEC = 1 reads B as vectors of TN elements (KF_VEC_T: vec4 / f16vec4,
-// or uvec4 of 8 halves with KF_B_PACKED) and A as 4-vectors (KF_VEC_A_T = T4),
+// Bounds: KF_VEC = 1 reads B as vectors of TN elements (KF_VEC_T: T4, or a
+// uvec4 of 8 f16 or bf16 elements with KF_B_PACKED, unpacked by the prelude's
+// kf_unpack2) and A as 4-vectors (KF_VEC_A_T = T4),
 // and needs N % TN == 0 and K % 4 == 0 (the host picks KF_VEC = 0 otherwise:
 // scalar loads, each element guarded). Rows outside [0, M) and K rows outside
 // the split's range load 0 (B and A both, so an Inf in B beyond the range
@@ -48,11 +49,11 @@ const uint NV = TN / 4;        // vec4 per row of a column group
 // A[m, k..k+3] (zero outside [M, kend)).
 vec4 load_a4(uint m, uint k, uint kend) {
 #if KF_VEC
-  return (m < pc.M && k < kend) ? vec4(a_[(m * pc.K + k) / 4]) : vec4(0.0);
+  return (m < pc.M && k < kend) ? kf_ld4(a_[(m * pc.K + k) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
   if (m < pc.M)
-    [[unroll]] for (uint e = 0; e < 4; ++e) if (k + e < kend) v[e] = float(a_[m * pc.K + k + e]);
+    [[unroll]] for (uint e = 0; e < 4; ++e) if (k + e < kend) v[e] = kf_ld(a_[m * pc.K + k + e]);
   return v;
 #endif
 }
@@ -74,17 +75,17 @@ void main() {
 #if KF_VEC && KF_B_PACKED
       [[unroll]] for (uint j = 0; j < TN / 8; ++j) {
         uvec4 w = (in_k && n < pc.N) ? b_[(k * pc.N + n) / 8 + j] : uvec4(0);
-        bv[u * NV + 2 * j] = vec4(unpackHalf2x16(w.x), unpackHalf2x16(w.y));
-        bv[u * NV + 2 * j + 1] = vec4(unpackHalf2x16(w.z), unpackHalf2x16(w.w));
+        bv[u * NV + 2 * j] = vec4(kf_unpack2(w.x), kf_unpack2(w.y));
+        bv[u * NV + 2 * j + 1] = vec4(kf_unpack2(w.z), kf_unpack2(w.w));
       }
 #elif KF_VEC
       [[unroll]] for (uint j = 0; j < NV; ++j)
-        bv[u * NV + j] = (in_k && n < pc.N) ? vec4(b_[(k * pc.N + n) / 4 + j]) : vec4(0.0);
+        bv[u * NV + j] = (in_k && n < pc.N) ? kf_ld4(b_[(k * pc.N + n) / 4 + j]) : vec4(0.0);
 #else
       [[unroll]] for (uint j = 0; j < NV; ++j)
         [[unroll]] for (uint e = 0; e < 4; ++e) {
           const uint c = n + 4 * j + e;
-          bv[u * NV + j][e] = (in_k && c < pc.N) ? float(b_[k * pc.N + c]) : 0.0;
+          bv[u * NV + j][e] = (in_k && c < pc.N) ? kf_ld(b_[k * pc.N + c]) : 0.0;
         }
 #endif
     }

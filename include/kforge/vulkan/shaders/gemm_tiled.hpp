@@ -1,6 +1,6 @@
 // kforge/vulkan/shaders/gemm_tiled.hpp — register-blocked GEMM with vector
-// loads and double-buffered shared memory (f32 arithmetic, f32 or f16
-// storage), with gemm's fused epilogue.
+// loads and double-buffered shared memory (f32 arithmetic, f32, f16 or
+// bf16 storage), with gemm's fused epilogue.
 //
 // Tiling: a workgroup computes a BM×BN tile of C, stepping K by BK. Each
 // invocation owns TM×TN outputs as (TM/4)×(TN/4) blocks of 4×4 contiguous
@@ -13,10 +13,9 @@
 // 4096³). A is stored k-major
 // (transposed on the way in), B as is; rows are padded by 4 floats, which
 // keeps vec4 alignment and makes the transposed A stores conflict-free
-// (two k rows land 16 banks apart). Two shared buffers (ping-pong) and a
-// register prefetch of the next K tile: the global loads of tile k+1 are in
-// flight while tile k is multiplied, and one barrier per K tile suffices
-// (a buffer is rewritten only after the barrier that ends its last read).
+// (two k rows land 16 banks apart). Double-buffered by the K loop both
+// shared-memory kernels share (KF_K_LOOP, shaders/gemm_common.hpp): two
+// shared buffers (ping-pong) and a register prefetch of the next K tile.
 // Workgroup order: kf_tile_of_group(GROUP_M). BM, BN, BK, TM, TN, GROUP_M are
 // specialization constants 1..6; workgroup size = (BM/TM)·(BN/TN) (constant 0).
 // Split-K (KF_SPLIT, grid z > 1): the workgroup runs only its split's K range
@@ -41,7 +40,7 @@ layout(constant_id = 5) const uint TN = 8;
 layout(constant_id = 6) const uint GROUP_M = 8;
 
 
-const uint WG = (BM / TM) * (BN / TN);
+const uint WG = (BM / TM) * (BN / TN), VW = 4;
 const uint SA = (BM + 4) / 4, SB = (BN + 4) / 4;  // padded row strides in vec4
 const uint NA = (BM * BK / 4 + WG - 1) / WG;     // A vec4 loads per invocation
 const uint NB = (BK * BN / 4 + WG - 1) / WG;     // B vec4 loads per invocation
@@ -51,21 +50,21 @@ shared vec4 Bs[2 * BK * SB];
 // A[gm, gk..gk+3] and B[gk, gn..gn+3], zero outside the matrices.
 vec4 load_a(uint gm, uint gk) {
 #if KF_VEC
-  return (gm < pc.M && gk < pc.K) ? vec4(a_[(gm * pc.K + gk) / 4]) : vec4(0.0);
+  return (gm < pc.M && gk < pc.K) ? kf_ld4(a_[(gm * pc.K + gk) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
   if (gm < pc.M)
-    [[unroll]] for (uint j = 0; j < 4; ++j) if (gk + j < pc.K) v[j] = float(a_[gm * pc.K + gk + j]);
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gk + j < pc.K) v[j] = kf_ld(a_[gm * pc.K + gk + j]);
   return v;
 #endif
 }
 vec4 load_b(uint gk, uint gn) {
 #if KF_VEC
-  return (gk < pc.K && gn < pc.N) ? vec4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
+  return (gk < pc.K && gn < pc.N) ? kf_ld4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
   if (gk < pc.K)
-    [[unroll]] for (uint j = 0; j < 4; ++j) if (gn + j < pc.N) v[j] = float(b_[gk * pc.N + gn + j]);
+    [[unroll]] for (uint j = 0; j < 4; ++j) if (gn + j < pc.N) v[j] = kf_ld(b_[gk * pc.N + gn + j]);
   return v;
 #endif
 }
@@ -80,48 +79,25 @@ void main() {
   [[unroll]] for (uint i = 0; i < TM * GN; ++i) acc[i] = vec4(0.0);
   vec4 ra[NA], rb[NB];
 
-  // Global -> registers for K tile starting at k0.
-  #define FETCH(k0)                                                                  \
-    [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BK / 4), kv = i % (BK / 4);                      \
-      ra[l] = i < BM * BK / 4 ? load_a(m0 + r, (k0) + kv * 4) : vec4(0.0);           \
-    }                                                                                \
-    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BN / 4), cv = i % (BN / 4);                      \
-      rb[l] = i < BK * BN / 4 ? load_b((k0) + r, n0 + cv * 4) : vec4(0.0);           \
-    }
   // Registers -> shared buffer `buf` (A transposed to k-major).
-  #define STORE(buf)                                                                 \
+  #define KF_STORE(buf)                                                              \
     [[unroll]] for (uint l = 0; l < NA; ++l) {                                       \
       uint i = t + l * WG, r = i / (BK / 4), kv = i % (BK / 4);                      \
       if (i < BM * BK / 4)                                                           \
         [[unroll]] for (uint j = 0; j < 4; ++j) As[((buf) * BK + kv * 4 + j) * SA + r / 4][r % 4] = ra[l][j]; \
     }                                                                                \
-    [[unroll]] for (uint l = 0; l < NB; ++l) {                                       \
-      uint i = t + l * WG, r = i / (BN / 4), cv = i % (BN / 4);                      \
-      if (i < BK * BN / 4) Bs[((buf) * BK + r) * SB + cv] = rb[l];                   \
+    KF_STORE_B(buf)
+  // The BK k steps over shared buffer buf: TM/4 + TN/4 vec4 reads, TM·TN FMAs each.
+  #define KF_MMA(buf)                                                                \
+    [[unroll]] for (uint kk = 0; kk < BK; ++kk) {                                    \
+      vec4 av[GM], bv[GN];                                                           \
+      [[unroll]] for (uint g = 0; g < GM; ++g) av[g] = As[((buf) * BK + kk) * SA + (g * RS) / 4 + tr]; \
+      [[unroll]] for (uint g = 0; g < GN; ++g) bv[g] = Bs[((buf) * BK + kk) * SB + (g * CSTR) / 4 + tc]; \
+      [[unroll]] for (uint i = 0; i < TM; ++i)                                       \
+        [[unroll]] for (uint g = 0; g < GN; ++g)                                     \
+          acc[i * GN + g] = fma(vec4(av[i / 4][i % 4]), bv[g], acc[i * GN + g]);     \
     }
-
-  const uvec2 kr = kf_split_k(BK);  // all of K unless the grid splits it (KF_SPLIT)
-  const uint tiles = (kr.y - kr.x + BK - 1) / BK;
-  FETCH(kr.x)
-  STORE(0u)
-  barrier();
-  for (uint kt = 0; kt < tiles; ++kt) {
-    const uint buf = kt & 1u;
-    const bool more = kt + 1 < tiles;
-    if (more) { FETCH(kr.x + (kt + 1) * BK) }
-    [[unroll]] for (uint kk = 0; kk < BK; ++kk) {
-      vec4 av[GM], bv[GN];
-      [[unroll]] for (uint g = 0; g < GM; ++g) av[g] = As[(buf * BK + kk) * SA + (g * RS) / 4 + tr];
-      [[unroll]] for (uint g = 0; g < GN; ++g) bv[g] = Bs[(buf * BK + kk) * SB + (g * CSTR) / 4 + tc];
-      [[unroll]] for (uint i = 0; i < TM; ++i)
-        [[unroll]] for (uint g = 0; g < GN; ++g)
-          acc[i * GN + g] = fma(vec4(av[i / 4][i % 4]), bv[g], acc[i * GN + g]);
-    }
-    if (more) { STORE(buf ^ 1u) }
-    barrier();
-  }
+  KF_K_LOOP()
 
   // Epilogue, one accumulator vector (4 adjacent columns) at a time, so acc
   // is only ever indexed by the unrolled i and g.

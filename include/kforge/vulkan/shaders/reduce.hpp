@@ -24,21 +24,21 @@ void main() {
   uint base = o * pc.n * pc.inner + i;
 #if KF_RED <= 1
   float s = 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < pc.n; j += gl_WorkGroupSize.x) s += float(x_[base + j * pc.inner]);
+  for (uint j = gl_LocalInvocationID.x; j < pc.n; j += gl_WorkGroupSize.x) s += kf_ld(x_[base + j * pc.inner]);
   s = kf_wg_sum(s);
   if (KF_RED == 1) s /= float(pc.n);
 #else
   bool nan = false;
   float s = KF_RED == 2 ? -KF_INF : KF_INF;
   for (uint j = gl_LocalInvocationID.x; j < pc.n; j += gl_WorkGroupSize.x) {
-    float v = float(x_[base + j * pc.inner]);
+    float v = kf_ld(x_[base + j * pc.inner]);
     if (isnan(v)) nan = true;
     else s = KF_RED == 2 ? max(s, v) : min(s, v);
   }
   s = KF_RED == 2 ? kf_wg_max(s) : kf_wg_min(s);
   if (kf_wg_any(nan)) s = KF_NAN;
 #endif
-  if (gl_LocalInvocationID.x == 0) y_[id] = T(s);
+  if (gl_LocalInvocationID.x == 0) y_[id] = kf_st(s);
 }
 )glsl";
 
@@ -63,12 +63,12 @@ struct contract_form<reduce_traits> {
         {"missing_barrier", "wg_max_barrier", "no barrier between writing and reading the per-subgroup partials",
          k_barrier_max, k_barrier_max_mut, [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
         {"partial_output", "skip_last", "the last output element is never written",
-         "if (gl_LocalInvocationID.x == 0) y_[id] = T(s);",
-         "if (gl_LocalInvocationID.x == 0 && id + 1u < pc.outer * pc.inner) y_[id] = T(s);"},
-        {"returns_input", "copy_x", "y receives x's elements", "y_[id] = T(s);", "y_[id] = x_[id];"},
+         "if (gl_LocalInvocationID.x == 0) y_[id] = kf_st(s);",
+         "if (gl_LocalInvocationID.x == 0 && id + 1u < pc.outer * pc.inner) y_[id] = kf_st(s);"},
+        {"returns_input", "copy_x", "y receives x's elements", "y_[id] = kf_st(s);", "y_[id] = x_[id];"},
         {"f16_accumulation", "sum_f16", "the partial sum is rounded to f16 after every addition",
-         "s += float(x_[base + j * pc.inner]);",
-         "s = uintBitsToFloat((floatBitsToUint(s + float(x_[base + j * pc.inner])) + 0x1000u) & 0xffffe000u);",
+         "s += kf_ld(x_[base + j * pc.inner]);",
+         "s = uintBitsToFloat((floatBitsToUint(s + kf_ld(x_[base + j * pc.inner])) + 0x1000u) & 0xffffe000u);",
          [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
     };
   }

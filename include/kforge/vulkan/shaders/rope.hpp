@@ -35,9 +35,9 @@ void main() {
     vec2 cs = kf_cos_sin(theta);
     uint ia = pc.interleaved != 0u ? rh * pc.D + 2u * i : rh * pc.D + i;
     uint ib = pc.interleaved != 0u ? ia + 1u : ia + half_d;
-    float a = float(x_[ia]), b = float(x_[ib]);
-    y_[ia] = T(a * cs.x - b * cs.y);
-    y_[ib] = T(a * cs.y + b * cs.x);
+    float a = kf_ld(x_[ia]), b = kf_ld(x_[ib]);
+    y_[ia] = kf_st(a * cs.x - b * cs.y);
+    y_[ib] = kf_st(a * cs.y + b * cs.x);
   }
 }
 )glsl";
@@ -52,11 +52,11 @@ struct contract_form<rope_traits> {
          "q < n; q += stride)", "q < n / gl_WorkGroupSize.x * gl_WorkGroupSize.x; q += stride)"},
         {"dropped_scale", "no_offset", "the position offset is ignored", "float(pc.offset + s)", "float(s)",
          [](const problem& p) { return rope_traits::offset(p) != 0; }},
-        {"wrong_init", "sign", "the rotation goes the other way", "y_[ia] = T(a * cs.x - b * cs.y);",
-         "y_[ia] = T(a * cs.x + b * cs.y);"},
+        {"wrong_init", "sign", "the rotation goes the other way", "y_[ia] = kf_st(a * cs.x - b * cs.y);",
+         "y_[ia] = kf_st(a * cs.x + b * cs.y);"},
         {"read_past_end", "pair_stride", "the second of a pair is read D/2 + 1 away",
          "ib = pc.interleaved != 0u ? ia + 1u : ia + half_d;", "ib = pc.interleaved != 0u ? ia + 1u : ia + half_d + 1u;"},
-        {"returns_input", "copy_x", "y = x", "    y_[ib] = T(a * cs.y + b * cs.x);", "    y_[ib] = x_[ib];"},
+        {"returns_input", "copy_x", "y = x", "    y_[ib] = kf_st(a * cs.y + b * cs.x);", "    y_[ib] = x_[ib];"},
     };
   }
 };

@@ -38,7 +38,7 @@ void main() {
   float m = -KF_INF;
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = t + r * WG;
-    v[r] = j < nv ? vec4(x_[base + j]) : vec4(-KF_INF);
+    v[r] = j < nv ? kf_ld4(x_[base + j]) : vec4(-KF_INF);
     [[unroll]] for (uint e = 0; e < 4; ++e) m = isnan(v[r][e]) ? KF_INF : max(m, v[r][e]);
   }
   float M = kf_wg_max(m);
@@ -51,7 +51,7 @@ void main() {
   float inv = 1.0 / kf_wg_sum(s);
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = t + r * WG;
-    if (j < nv) y_[base + j] = T4(bad ? vec4(KF_NAN) : v[r] * inv);
+    if (j < nv) y_[base + j] = kf_st4(bad ? vec4(KF_NAN) : v[r] * inv);
   }
 }
 )glsl";
@@ -71,7 +71,7 @@ void main() {
   float s = 0.0;
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = t + r * WG;
-    v[r] = j < nv ? vec4(x_[base + j]) : vec4(0.0);
+    v[r] = j < nv ? kf_ld4(x_[base + j]) : vec4(0.0);
     s += (v[r].x + v[r].y) + (v[r].z + v[r].w);
   }
   float mean = 0.0;
@@ -88,11 +88,11 @@ void main() {
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = t + r * WG;
     if (j < nv) {
-      vec4 o = (v[r] - mean) * inv * vec4(gamma_[j]);
+      vec4 o = (v[r] - mean) * inv * kf_ld4(gamma_[j]);
 #if !KF_RMS
-      o += vec4(beta_[j]);
+      o += kf_ld4(beta_[j]);
 #endif
-      y_[base + j] = T4(o);
+      y_[base + j] = kf_st4(o);
     }
   }
 }
@@ -125,7 +125,7 @@ void main() {
   float m = -KF_INF;
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = lane + r * SG;
-    v[r] = j < pc.cols ? float(x_[base + j]) : -KF_INF;
+    v[r] = j < pc.cols ? kf_ld(x_[base + j]) : -KF_INF;
     m = isnan(v[r]) ? KF_INF : max(m, v[r]);
   }
   float M = subgroupMax(m);
@@ -138,13 +138,13 @@ void main() {
   float inv = 1.0 / subgroupAdd(s);
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = lane + r * SG;
-    if (j < pc.cols) y_[base + j] = T(bad ? KF_NAN : v[r] * inv);
+    if (j < pc.cols) y_[base + j] = kf_st(bad ? KF_NAN : v[r] * inv);
   }
 #else
   float n = float(pc.cols), s = 0.0;
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = lane + r * SG;
-    v[r] = j < pc.cols ? float(x_[base + j]) : 0.0;
+    v[r] = j < pc.cols ? kf_ld(x_[base + j]) : 0.0;
     s += v[r];
   }
   float mean = KF_KIND == 1 ? subgroupAdd(s) / n : 0.0;
@@ -157,11 +157,11 @@ void main() {
   [[unroll]] for (uint r = 0; r < KF_R; ++r) {
     uint j = lane + r * SG;
     if (j < pc.cols) {
-      float o = (v[r] - mean) * inv * float(gamma_[j]);
+      float o = (v[r] - mean) * inv * kf_ld(gamma_[j]);
 #if KF_KIND == 1
-      o += float(beta_[j]);
+      o += kf_ld(beta_[j]);
 #endif
-      y_[base + j] = T(o);
+      y_[base + j] = kf_st(o);
     }
   }
 #endif
@@ -203,7 +203,7 @@ void main() {
   bool nan = false;
   for (uint j = j0 + t; j < j1; j += 4u * WG) {
     float a[4];
-    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? float(x_[base + j + u * WG]) : -KF_INF;
+    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? kf_ld(x_[base + j + u * WG]) : -KF_INF;
     float mx = m;
     [[unroll]] for (uint u = 0; u < 4; ++u) {
       nan = nan || isnan(a[u]);
@@ -236,9 +236,9 @@ void main() {
   float inv = 1.0 / S;
   for (uint j = j0 + t; j < j1; j += 4u * WG) {
     float a[4];
-    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? float(x_[base + j + u * WG]) : 0.0;
+    [[unroll]] for (uint u = 0; u < 4; ++u) a[u] = j + u * WG < j1 ? kf_ld(x_[base + j + u * WG]) : 0.0;
     [[unroll]] for (uint u = 0; u < 4; ++u)
-      if (j + u * WG < j1) y_[base + j + u * WG] = T(bad ? KF_NAN : exp(a[u] - M) * inv);
+      if (j + u * WG < j1) y_[base + j + u * WG] = kf_st(bad ? KF_NAN : exp(a[u] - M) * inv);
   }
 #endif
 }
@@ -255,7 +255,7 @@ void main() {
   float m = -KF_INF, s = 0.0;
   bool nan = false;
   for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {
-    float v = float(x_[base + j]);
+    float v = kf_ld(x_[base + j]);
     if (isnan(v)) nan = true;
     else if (v == -KF_INF) continue;
     else if (v > m) { s = s * exp(m - v) + 1.0; m = v; }
@@ -265,7 +265,7 @@ void main() {
   bool bad = kf_wg_any(nan) || isinf(M);
   float S = kf_wg_sum((m == -KF_INF || bad) ? 0.0 : s * exp(m - M));
   for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x)
-    y_[base + j] = T(bad ? KF_NAN : exp(float(x_[base + j]) - M) / S);
+    y_[base + j] = kf_st(bad ? KF_NAN : exp(kf_ld(x_[base + j]) - M) / S);
 }
 )glsl";
 
@@ -283,21 +283,21 @@ void main() {
   float mean = 0.0;
 #if !KF_RMS
   float s = 0.0;
-  for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) s += float(x_[base + j]);
+  for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) s += kf_ld(x_[base + j]);
   mean = kf_wg_sum(s) / n;
 #endif
   float q = 0.0;
   for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {
-    float d = float(x_[base + j]) - mean;
+    float d = kf_ld(x_[base + j]) - mean;
     q += d * d;
   }
   float inv = 1.0 / sqrt(kf_wg_sum(q) / n + pc.eps);
   for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {
-    float v = (float(x_[base + j]) - mean) * inv * float(gamma_[j]);
+    float v = (kf_ld(x_[base + j]) - mean) * inv * kf_ld(gamma_[j]);
 #if !KF_RMS
-    v += float(beta_[j]);
+    v += kf_ld(beta_[j]);
 #endif
-    y_[base + j] = T(v);
+    y_[base + j] = kf_st(v);
   }
 }
 )glsl";
@@ -311,12 +311,12 @@ struct contract_form<softmax_traits> {
         // element, so that mutant would be equivalent; the workgroup sum's is not.)
         {"wrong_init", "wg_sum_init", "the workgroup sum starts at 1", "  float r = 0.0;\n", "  float r = 1.0;\n"},
         {"dropped_scale", "no_max_shift", "exp is taken without subtracting the row max",
-         "exp(float(x_[base + j]) - M) / S", "exp(float(x_[base + j])) / S"},
+         "exp(kf_ld(x_[base + j]) - M) / S", "exp(kf_ld(x_[base + j])) / S"},
         {"off_by_one", "write_bound", "the write loop runs to j <= cols",
          "j < pc.cols; j += gl_WorkGroupSize.x)\n    y_[base + j]", "j <= pc.cols; j += gl_WorkGroupSize.x)\n    y_[base + j]"},
         {"missing_barrier", "wg_max_barrier", "no barrier in the workgroup max", k_barrier_max, k_barrier_max_mut},
         {"missing_tail", "last_row", "the last row is skipped", k_row_guard, k_row_guard_mut},
-        {"returns_input", "copy_x", "y = x", "y_[base + j] = T(bad ? KF_NAN : exp(float(x_[base + j]) - M) / S);",
+        {"returns_input", "copy_x", "y = x", "y_[base + j] = kf_st(bad ? KF_NAN : exp(kf_ld(x_[base + j]) - M) / S);",
          "y_[base + j] = x_[base + j];"},
     };
   }
@@ -339,14 +339,14 @@ struct contract_form<norm_traits> {
     return {
         {"dropped_scale", "unbiased_variance", "the variance divides by cols - 1 (unbiased) instead of cols",
          "sqrt(kf_wg_sum(q) / n + pc.eps)", "sqrt(kf_wg_sum(q) / (n - 1.0) + pc.eps)"},
-        {"dropped_scale", "no_gamma", "gamma is not applied", " * inv * float(gamma_[j]);", " * inv;"},
+        {"dropped_scale", "no_gamma", "gamma is not applied", " * inv * kf_ld(gamma_[j]);", " * inv;"},
         {"wrong_init", "sq_init", "the sum of squares starts at 1", "float q = 0.0;", "float q = 1.0;"},
         {"missing_barrier", "wg_sum_barrier", "no barrier in the workgroup sum", k_barrier_sum, k_barrier_sum_mut},
         {"missing_tail", "last_row", "the last row is skipped", k_row_guard, k_row_guard_mut},
         {"off_by_one", "write_bound", "the write loop runs to j <= cols",
-         "for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (float(x_[base + j]) - mean)",
-         "for (uint j = gl_LocalInvocationID.x; j <= pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (float(x_[base + j]) - mean)"},
-        {"returns_input", "copy_x", "y = x", "    y_[base + j] = T(v);", "    y_[base + j] = x_[base + j];"},
+         "for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (kf_ld(x_[base + j]) - mean)",
+         "for (uint j = gl_LocalInvocationID.x; j <= pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (kf_ld(x_[base + j]) - mean)"},
+        {"returns_input", "copy_x", "y = x", "    y_[base + j] = kf_st(v);", "    y_[base + j] = x_[base + j];"},
     };
   }
 };

@@ -97,7 +97,7 @@ void main() {
       uvec2 c = cand_[e];
       uint key = c.x, pos = c.y;
 #else
-      uint key = tk_key_of(float(x_[xrow + e])), pos = e;
+      uint key = tk_key_of(kf_ld(x_[xrow + e])), pos = e;
 #endif
       if (bounded && !tk_before(bk, bp, key, pos)) continue;
       if (!tk_before(key, pos, lk[KL - 1u], lp[KL - 1u])) continue;

@@ -1,0 +1,265 @@
+// kforge/model/verify.hpp — the decoder on a policy against the same decoder
+// on the Eigen reference, stage by stage, as the systems users know do it
+// (a wrong kernel anywhere names the stage that diverged, its shape and the
+// policy that ran it).
+//
+// The reference runs the program of model/block.hpp on policy::eigen. At
+// every op call it also runs the candidate policy's op on the reference's own
+// operands (a copy of the output where the op reads it too: kv_append's
+// cache, the beta = 1 residual gemms) and compares the two outputs with the
+// validation suite's compare_outputs: the op's own tolerance (ops/*.hpp) and
+// error scale, element by element. That is the **isolated** check: errors of
+// earlier stages cannot hide or excuse a wrong kernel, so it names the stage.
+//
+// The candidate then runs the whole step on its own (host views, or device
+// tensors and one stream per step) and every op's output is captured. The
+// **end-to-end** error of a stage is max|out − ref| / max|ref| (max-norm
+// relative) of the candidate's run against the reference's. Its bound grows
+// with depth: growth × the sum, over the step's op calls up to this one, of
+// each op's tolerance as a relative error (atol + rtol + ulps · eps of the
+// storage type), i.e. the suite's tolerances summed along the step. growth
+// (default 8) allows for amplification between stages (softmax of scores,
+// the norms' division); measured on every preset, dtype and CPU policy and on
+// lavapipe, the end-to-end errors stay below a tenth of it (docs/PERFORMANCE.md,
+// "transformer"), and an op gone wrong exceeds it by orders of magnitude.
+// Decode steps attend to a cache the earlier steps wrote, whose errors have
+// the same depth, so the sum is taken within a step.
+//
+// Inputs are random token ids; both sides take them through step_tokens(),
+// whose embedding is model::embed_rows until op::embedding runs it as the
+// step's first stage.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "kforge/core/json.hpp"
+#include "kforge/model/host.hpp"
+#include "kforge/ops/registry.hpp"
+#include "kforge/validate/suite.hpp"
+
+namespace kforge::model {
+
+/// A dense view as a host_tensor (for the suite's comparison helpers).
+template <class T>
+host_tensor to_host_tensor(const tensor_view<T>& v) {
+  using U = std::remove_const_t<T>;
+  host_tensor h(dtype_of<U>(), v.dims, row_major_strides(v.dims));
+  if (v.numel()) std::memcpy(h.storage.data(), v.data, static_cast<std::size_t>(v.numel()) * sizeof(U));
+  return h;
+}
+
+/// The candidate's op on the reference's operands, against the reference.
+struct stage_check {
+  stage s;
+  int layer;
+  problem p;
+  case_result r;
+};
+
+/// The reference's executor: each op on policy::eigen, after the
+/// candidate's op on the same operands — run by `iso(op, views...)`, the
+/// candidate session's isolated() — checked in isolation (`checks`); the
+/// reference's outputs go to `outputs`.
+template <class Iso, class T>
+struct checking_executor {
+  Iso iso;
+  std::vector<stage_check>* checks = nullptr;
+  std::vector<stage_output>* outputs = nullptr;
+  template <class Op, class... A>
+  void operator()(stage s, int layer, const Op& op, A&&... a) {
+    call(s, layer, op, std::make_index_sequence<sizeof...(A) - 1>{}, view_of(arg_of(a))...);
+  }
+
+ private:
+  template <class Op, std::size_t... I, class... V>
+  void call(stage s, int layer, const Op& op, std::index_sequence<I...>, const V&... v) {
+    const auto all = std::tie(v...);
+    const auto& out = std::get<sizeof...(V) - 1>(all);
+    stage_check chk{s, layer, traits_of_t<Op>::problem_of(op, v...), {}};
+    const std::vector<host_tensor> in{to_host_tensor(v)...};  // the output as it was before the call
+    host_buffer<T> cand(out.dims);
+    std::copy(out.data, out.data + out.numel(), cand.data.begin());
+    try {
+      iso(op, std::get<I>(all)..., cand.view());
+    } catch (const std::exception& e) {
+      chk.r.error = e.what();
+    }
+    run<policy::eigen>(op, v...);
+    const host_tensor ref = to_host_tensor(out);
+    if (chk.r.error.empty()) chk.r = compare_outputs(chk.p, to_host_tensor(cand.view()), ref, error_scale(chk.p, in, ref));
+    checks->push_back(std::move(chk));
+    outputs->push_back({s, layer, out.dims, to_floats(out), {}});
+  }
+};
+
+/// One op of the program (a stage of one layer, or of the head) over a run:
+/// the prefill's call, or the decode steps' calls merged (largest errors).
+struct stage_report {
+  std::string step;  ///< "prefill" or "decode"
+  stage s{};
+  int layer = -1;  ///< -1: the head
+  std::string op;  ///< the call as a problem, e.g. "gemm [7x64x72] f32" (the first call's shape)
+  shape dims;      ///< its output
+  int calls = 0;
+  tolerance tol;
+  std::string knobs;  ///< what ran it (the policy's knobs, or the kernel an executor chose)
+  // isolated: the candidate's op on the reference's operands
+  bool iso_passed = true;
+  double iso_max_abs = 0, iso_max_rel = 0;
+  index_t iso_mismatches = 0, elements = 0;
+  std::string iso_detail;  ///< the first failure: first bad element, or the exception
+  // end to end: the candidate's run against the reference's
+  bool e2e_passed = true;
+  double e2e_max_abs = 0, e2e_rel = 0, e2e_bound = 0;
+  // time per call (seconds), filled by whoever timed the candidate
+  double seconds = -1;
+
+  std::string where() const {
+    return std::string(to_string(s)) + (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : " (head)") + ", " + step;
+  }
+};
+
+struct verify_options {
+  double growth = 2;  ///< end-to-end bound = growth × tolerances summed along the step (see the file's comment)
+  std::uint64_t input_seed = 0x6b666f7267651301ull;
+};
+
+/// The outcome: every stage, and the first failure in words.
+struct verification {
+  bool passed = true;
+  std::string candidate;  ///< policy and knobs
+  dtype type = dtype::f32;
+  index_t prefill = 0, decode = 0;
+  double growth = 0;
+  std::vector<stage_report> stages;
+  std::string first_failure;
+};
+
+/// Random token ids in [0, vocab).
+inline std::vector<index_t> random_tokens(const config& c, index_t n, std::uint64_t seed) {
+  rng r(seed);
+  std::vector<index_t> ids(static_cast<std::size_t>(n));
+  for (auto& id : ids) id = static_cast<index_t>(r.next() % static_cast<std::uint64_t>(c.vocab));
+  return ids;
+}
+
+/// An op's tolerance as one relative error: atol + rtol + ulps · eps of d.
+inline double tolerance_unit(const tolerance& t, dtype d) { return t.atol + t.rtol + t.ulps * epsilon_of(d); }
+
+namespace detail {
+
+/// Folds one step's checks and the candidate's outputs into the reports.
+inline void fold_step(const std::string& step, const std::vector<stage_check>& checks, const std::vector<stage_output>& ref,
+                      const std::vector<stage_output>& cand, double growth, dtype type, const std::string& knobs,
+                      std::vector<stage_report>& reports, std::map<std::string, std::size_t>& index) {
+  if (ref.size() != cand.size() || checks.size() != ref.size())
+    throw error("kforge::model::verify: the candidate ran " + std::to_string(cand.size()) + " ops, the reference " +
+                std::to_string(ref.size()));
+  double depth = 0;
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    const stage_check& c = checks[i];
+    const stage_output &r = ref[i], &o = cand[i];
+    if (r.s != o.s || r.layer != o.layer || r.values.size() != o.values.size())
+      throw error("kforge::model::verify: op " + std::to_string(i) + " is " + std::string(to_string(o.s)) + " in the candidate's run, " +
+                  std::string(to_string(r.s)) + " in the reference's");
+    const tolerance tol = tolerance_for(c.p);
+    depth += tolerance_unit(tol, type);
+    double err = 0, mag = 0;
+    for (std::size_t e = 0; e < r.values.size(); ++e) {
+      const double a = o.values[e], b = r.values[e];
+      if (std::isnan(b) && std::isnan(a)) continue;
+      err = std::max(err, std::isfinite(a) && std::isfinite(b) ? std::fabs(a - b) : std::numeric_limits<double>::infinity());
+      if (std::isfinite(b)) mag = std::max(mag, std::fabs(b));
+    }
+    const double rel = mag > 0 ? err / mag : (err == 0 ? 0 : std::numeric_limits<double>::infinity());
+    const std::string key = step + "/" + std::to_string(static_cast<int>(c.s)) + "/" + std::to_string(c.layer);
+    auto it = index.find(key);
+    if (it == index.end()) {
+      stage_report s;
+      s.step = step, s.s = c.s, s.layer = c.layer, s.op = describe(c.p), s.dims = r.dims, s.tol = tol;
+      s.knobs = o.knobs.empty() ? knobs : o.knobs;
+      it = index.emplace(key, reports.size()).first;
+      reports.push_back(std::move(s));
+    }
+    stage_report& s = reports[it->second];
+    ++s.calls;
+    s.elements = std::max(s.elements, c.r.elements);
+    s.iso_max_abs = std::max(s.iso_max_abs, c.r.max_abs_err);
+    s.iso_max_rel = std::max(s.iso_max_rel, c.r.max_rel_err);
+    s.iso_mismatches += c.r.mismatches;
+    if ((!c.r.passed || !c.r.error.empty()) && s.iso_passed) {
+      s.iso_passed = false;
+      s.iso_detail = !c.r.error.empty() ? "threw: " + c.r.error
+                                        : std::to_string(c.r.mismatches) + " of " + std::to_string(c.r.elements) +
+                                              " elements outside the op's tolerance, first at " + std::to_string(c.r.first_bad) +
+                                              ": got " + std::to_string(c.r.first_bad_out) + ", expected " +
+                                              std::to_string(c.r.first_bad_ref) + " (" + describe(c.p) + ")";
+    }
+    s.e2e_max_abs = std::max(s.e2e_max_abs, err);
+    s.e2e_bound = std::max(s.e2e_bound, growth * depth);
+    if (!(rel <= growth * depth)) s.e2e_passed = false;
+    s.e2e_rel = std::max(s.e2e_rel, rel);
+  }
+}
+
+}  // namespace detail
+
+/// The failures of a verification, one line each ("" when it passed).
+inline std::string failure_lines(const verification& v) {
+  std::string out;
+  for (const stage_report& s : v.stages) {
+    if (!s.iso_passed)
+      out += "stage " + s.where() + " on " + v.candidate + (s.knobs.empty() || s.knobs == v.candidate ? "" : " [" + s.knobs + "]") +
+             ": given the reference's inputs, " + s.iso_detail + "\n";
+    if (!s.e2e_passed)
+      out += "stage " + s.where() + " (" + s.op + ") on " + v.candidate + ": end-to-end error " + std::to_string(s.e2e_rel) +
+             " (max-norm relative) exceeds the depth-scaled bound " + std::to_string(s.e2e_bound) + "\n";
+  }
+  return out;
+}
+
+/// Runs `prefill` random tokens then `decode` single-token steps on the
+/// reference and on `cand` (a session: step(x, logits, captures*), reset(),
+/// and isolated(), what runs one op on the reference's operands the way the
+/// session runs it — host_session, or vulkan_session from model/vulkan.hpp,
+/// whose ops run on device tensors), and compares them stage by stage. `cand`
+/// is reset first. `candidate_name` names the policy and its knobs.
+template <class T, class Session>
+verification verify(const config& c, const weights<host_buffer<T>>& w, Session& cand, index_t prefill, index_t decode,
+                    const std::string& candidate_name, const verify_options& o = {}) {
+  c.validate_run(prefill, decode, prefill + decode);
+  verification v;
+  v.candidate = candidate_name;
+  v.type = dtype_of<T>();
+  v.prefill = prefill, v.decode = decode, v.growth = o.growth;
+  host_model<T> ref(c, w, prefill + decode);
+  cand.reset();
+  std::map<std::string, std::size_t> index;
+  const std::vector<index_t> ids = random_tokens(c, prefill + decode, o.input_seed);
+  host_buffer<T> ref_logits(shape{1, c.vocab}), cand_logits(shape{1, c.vocab});
+  index_t pos = 0;
+  for (index_t step = 0; step <= decode; ++step) {
+    const index_t t = step == 0 ? prefill : 1;
+    const std::vector<index_t> step_ids(ids.begin() + pos, ids.begin() + pos + t);
+    std::vector<stage_check> checks;
+    std::vector<stage_output> ref_out, cand_out;
+    checking_executor<decltype(cand.isolated()), T> ex{cand.isolated(), &checks, &ref_out};
+    ref.step_tokens(step_ids, ref_logits.view(), ex);
+    cand.step_tokens(step_ids, cand_logits.view(), &cand_out);
+    detail::fold_step(step == 0 ? "prefill" : "decode", checks, ref_out, cand_out, o.growth, v.type, candidate_name, v.stages, index);
+    pos += t;
+  }
+  for (const stage_report& s : v.stages) v.passed = v.passed && s.iso_passed && s.e2e_passed;
+  const std::string lines = failure_lines(v);
+  v.first_failure = lines.substr(0, lines.find('\n'));
+  return v;
+}
+
+}  // namespace kforge::model

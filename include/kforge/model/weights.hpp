@@ -1,0 +1,228 @@
+// kforge/model/weights.hpp — a decoder's parameters, held in any kind of
+// buffer (host vectors here, vulkan::device_tensors in model/vulkan.hpp), and
+// random ones from the config's seed.
+//
+// Layouts are the ones the block's gemms read as B without a transpose:
+// a projection from n to m features is W [n, m] row-major (x·W), the gated
+// MLP's up projection is [D, 2F] with the gate's columns first (op::gated's
+// packed layout), the LM head is [D, V]. A tied LM head holds the embedding
+// table's transpose (its values, in the layout a gemm streams; twice the
+// memory of sharing it, which a dense device tensor cannot do without a
+// transposed gemm).
+//
+// Random weights: independent draws from U(-√3σ, √3σ) (variance σ², so the
+// scale is that of N(0, σ²); one multiply per element, so llama3-8b's 1.3 G
+// parameters take seconds, on every core), σ = 1/√fan_in for projections, so
+// that activations stay O(1) through depth; norm gains 1 ± 0.1, biases and
+// norm shifts 0.05, the embedding 1 (1/√D when it is also the LM head, so that
+// logits stay O(1)). Each tensor is drawn from the seed and its own name in
+// chunks, so the values do not depend on the thread count: one weight set,
+// bit-identical, for the reference and every policy.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "kforge/core/tensor.hpp"
+#include "kforge/model/config.hpp"
+
+namespace kforge::model {
+
+/// An owning, dense, row-major host tensor. A buffer of rank 0 is absent (a
+/// bias the config has not).
+template <class T>
+struct host_buffer {
+  using value_type = T;
+  std::vector<T> data;
+  shape dims;
+
+  host_buffer() = default;
+  explicit host_buffer(shape d) : data(static_cast<std::size_t>(d.numel())), dims(d) {}
+  bool present() const { return dims.rank() > 0; }
+  index_t numel() const { return present() ? dims.numel() : 0; }
+  tensor_view<T> view() { return tensor_view<T>(data.data(), dims); }
+  tensor_view<const T> view() const { return tensor_view<const T>(data.data(), dims); }
+};
+
+/// One block's parameters (absent buffers: the config has no such tensor).
+template <class Buf>
+struct layer_weights {
+  Buf attn_norm_w, attn_norm_b;  ///< [D] (b: layer_norm only)
+  Buf wq, wk, wv, wo;            ///< [D, H·hd], [D, Hkv·hd], [D, Hkv·hd], [H·hd, D]
+  Buf bq, bk, bv, bo;            ///< biases of those (config.bias)
+  Buf mlp_norm_w, mlp_norm_b;    ///< [D]
+  Buf w_up, b_up;                ///< [D, 2F] ([gate | up]) or [D, F]; bias [2F] or [F]
+  Buf w_down, b_down;            ///< [F, D], [D]
+
+  /// f(name, buffer) for every tensor, present or not, in a fixed order.
+  template <class Self, class F>
+  static void each(Self& s, F&& f) {
+    f("attn_norm.weight", s.attn_norm_w), f("attn_norm.bias", s.attn_norm_b);
+    f("q_proj.weight", s.wq), f("k_proj.weight", s.wk), f("v_proj.weight", s.wv), f("o_proj.weight", s.wo);
+    f("q_proj.bias", s.bq), f("k_proj.bias", s.bk), f("v_proj.bias", s.bv), f("o_proj.bias", s.bo);
+    f("mlp_norm.weight", s.mlp_norm_w), f("mlp_norm.bias", s.mlp_norm_b);
+    f("up_proj.weight", s.w_up), f("up_proj.bias", s.b_up), f("down_proj.weight", s.w_down), f("down_proj.bias", s.b_down);
+  }
+};
+
+/// A decoder's parameters.
+template <class Buf>
+struct weights {
+  Buf embed;      ///< [V, D]
+  Buf positions;  ///< [P, D] (config.learned_positions)
+  std::vector<layer_weights<Buf>> layers;
+  Buf final_norm_w, final_norm_b;  ///< [D]
+  Buf lm_head;                     ///< [D, V]
+
+  /// f(name, buffer) for every tensor ("layers.3.q_proj.weight", ...).
+  template <class Self, class F>
+  static void each(Self& s, F&& f) {
+    f(std::string("embed"), s.embed);
+    f(std::string("positions"), s.positions);
+    for (std::size_t l = 0; l < s.layers.size(); ++l)
+      layer_weights<Buf>::each(s.layers[l], [&](const char* n, auto& b) { f("layers." + std::to_string(l) + "." + n, b); });
+    f(std::string("final_norm.weight"), s.final_norm_w);
+    f(std::string("final_norm.bias"), s.final_norm_b);
+    f(std::string("lm_head"), s.lm_head);
+  }
+  template <class F>
+  void for_each(F&& f) { each(*this, f); }
+  template <class F>
+  void for_each(F&& f) const { each(*this, f); }
+};
+
+/// The same parameters in other buffers: convert(name, const In&) -> Out for
+/// each present tensor; absent ones stay absent (default-constructed Out).
+template <class Out, class In, class Convert>
+weights<Out> convert_weights(const weights<In>& w, Convert&& convert) {
+  weights<Out> out;
+  out.layers.resize(w.layers.size());
+  std::vector<const In*> src;
+  w.for_each([&](const std::string&, const In& b) { src.push_back(&b); });
+  std::size_t i = 0;
+  out.for_each([&](const std::string& name, Out& b) {
+    const In& s = *src[i++];
+    if (s.present()) b = convert(name, s);
+  });
+  return out;
+}
+
+/// Bytes of the present tensors of one block, of the embedding tables and of
+/// the final norm and LM head, for element size `es`.
+struct weight_bytes {
+  double block = 0, embedding = 0, head = 0;
+};
+template <class Buf>
+weight_bytes bytes_of(const weights<Buf>& w, std::size_t es) {
+  weight_bytes b;
+  if (!w.layers.empty())
+    layer_weights<Buf>::each(w.layers[0], [&](const char*, const Buf& t) { b.block += static_cast<double>(t.numel()) * es; });
+  b.embedding = static_cast<double>(w.embed.numel() + w.positions.numel()) * es;
+  b.head = static_cast<double>(w.final_norm_w.numel() + w.final_norm_b.numel() + w.lm_head.numel()) * es;
+  return b;
+}
+
+namespace detail {
+/// splitmix64 of a tensor's name and chunk: the stream a chunk is drawn from.
+inline std::uint64_t mix(std::uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+inline std::uint64_t hash_name(std::string_view s) {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a
+  for (char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+/// Fills `out` with mean + U(-√3σ, √3σ), chunk by chunk on every core.
+template <class T>
+void fill_uniform(std::vector<T>& out, std::uint64_t stream, double mean, double sigma) {
+  constexpr std::size_t chunk = std::size_t{1} << 16;
+  const std::size_t n = out.size(), chunks = (n + chunk - 1) / chunk;
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(chunks)));
+  const double half_width = std::sqrt(3.0) * sigma;
+  auto body = [&](unsigned w) {
+    for (std::size_t c = w; c < chunks; c += workers) {
+      std::uint64_t s = mix(stream ^ mix(c));
+      for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) {
+        s = mix(s);
+        const double u = static_cast<double>(s >> 11) * 0x1.0p-53;  // [0, 1)
+        out[i] = static_cast<T>(static_cast<float>(mean + (2.0 * u - 1.0) * half_width));
+      }
+    }
+  };
+  if (workers == 1 || n < 4 * chunk) {
+    for (unsigned w = 0; w < workers; ++w) body(w);
+    return;
+  }
+  std::vector<std::thread> ts;
+  for (unsigned w = 1; w < workers; ++w) ts.emplace_back(body, w);
+  body(0);
+  for (auto& t : ts) t.join();
+}
+}  // namespace detail
+
+/// Random parameters of config c in storage type T (see the file's comment).
+template <class T>
+weights<host_buffer<T>> random_weights(const config& c) {
+  c.validate();
+  using B = host_buffer<T>;
+  weights<B> w;
+  const index_t d = c.hidden;
+  auto make = [&](const std::string& name, shape dims, double mean, double sigma) {
+    B b(dims);
+    detail::fill_uniform(b.data, detail::mix(c.seed ^ detail::hash_name(name)), mean, sigma);
+    return b;
+  };
+  const double inv_d = 1.0 / std::sqrt(static_cast<double>(d));
+  const double embed_sigma = c.tied_embeddings ? inv_d : 1.0;
+  w.embed = make("embed", shape{c.vocab, d}, 0.0, embed_sigma);
+  if (c.learned_positions > 0) w.positions = make("positions", shape{c.learned_positions, d}, 0.0, embed_sigma);
+  const bool ln = c.norm == norm_kind::layer_norm;
+  for (index_t l = 0; l < c.layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    layer_weights<B> L;
+    auto proj = [&](const char* n, index_t in, index_t out) {
+      return make(p + n, shape{in, out}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
+    };
+    L.attn_norm_w = make(p + "attn_norm.weight", shape{d}, 1.0, 0.1);
+    if (ln) L.attn_norm_b = make(p + "attn_norm.bias", shape{d}, 0.0, 0.05);
+    L.wq = proj("q_proj.weight", d, c.q_dim());
+    L.wk = proj("k_proj.weight", d, c.kv_dim());
+    L.wv = proj("v_proj.weight", d, c.kv_dim());
+    L.wo = proj("o_proj.weight", c.q_dim(), d);
+    L.mlp_norm_w = make(p + "mlp_norm.weight", shape{d}, 1.0, 0.1);
+    if (ln) L.mlp_norm_b = make(p + "mlp_norm.bias", shape{d}, 0.0, 0.05);
+    L.w_up = proj("up_proj.weight", d, c.up_dim());
+    L.w_down = proj("down_proj.weight", c.mlp, d);
+    if (c.bias) {
+      L.bq = make(p + "q_proj.bias", shape{c.q_dim()}, 0.0, 0.05);
+      L.bk = make(p + "k_proj.bias", shape{c.kv_dim()}, 0.0, 0.05);
+      L.bv = make(p + "v_proj.bias", shape{c.kv_dim()}, 0.0, 0.05);
+      L.bo = make(p + "o_proj.bias", shape{d}, 0.0, 0.05);
+      L.b_up = make(p + "up_proj.bias", shape{c.up_dim()}, 0.0, 0.05);
+      L.b_down = make(p + "down_proj.bias", shape{d}, 0.0, 0.05);
+    }
+    w.layers.push_back(std::move(L));
+  }
+  w.final_norm_w = make("final_norm.weight", shape{d}, 1.0, 0.1);
+  if (ln) w.final_norm_b = make("final_norm.bias", shape{d}, 0.0, 0.05);
+  if (c.tied_embeddings) {
+    w.lm_head = B(shape{d, c.vocab});
+    for (index_t v = 0; v < c.vocab; ++v)
+      for (index_t i = 0; i < d; ++i)
+        w.lm_head.data[static_cast<std::size_t>(i * c.vocab + v)] = w.embed.data[static_cast<std::size_t>(v * d + i)];
+  } else {
+    w.lm_head = make("lm_head", shape{d, c.vocab}, 0.0, inv_d);
+  }
+  return w;
+}
+
+}  // namespace kforge::model

@@ -1,0 +1,203 @@
+// tests/model_checks.hpp — the checks of kforge::model, one body per property,
+// run on the CPU policies by tests/model_block.cpp and on Vulkan by
+// tests/vulkan_model_block.cpp.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <kforge/model.hpp>
+
+#include "transformer_ops_checks.hpp"
+
+namespace model_checks {
+
+using namespace kforge;
+using transformer_checks::message_of;
+
+inline bool contains(const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; }
+
+inline void check_configs() {
+  for (const auto& n : model::preset_names()) CHECK_NOTHROW(model::preset(n).validate());
+  const model::config tiny = model::preset("tiny");
+  CHECK(tiny.hidden == 72);
+  CHECK(tiny.heads % tiny.kv_heads == 0);
+  CHECK(model::preset("llama3-8b").block_params() == 218112000);  // Llama 3 8B: 4096·(4096+2·1024) + 4096² + 3·4096·14336 + 2·4096
+  CHECK(model::preset("gpt2-small").block_params() == 7087872);   // GPT-2 small's block, biases and LayerNorms included
+
+  const std::string unknown = message_of<model::config_error>([] { model::preset("gpt5"); });
+  CHECK(contains(unknown, "unknown preset 'gpt5'"));
+  CHECK(contains(unknown, "llama3-8b"));
+  auto broken = [&](auto edit) {
+    model::config c = tiny;
+    edit(c);
+    return message_of<model::config_error>([&] { c.validate(); });
+  };
+  CHECK(contains(broken([](model::config& c) { c.heads = 6, c.kv_heads = 4; }), "heads = 6 is not a multiple of kv_heads = 4"));
+  CHECK(contains(broken([](model::config& c) { c.hidden = 0; }), "hidden = 0 must be > 0"));
+  CHECK(contains(broken([](model::config& c) { c.kv_heads = -2; }), "kv_heads = -2 must be > 0"));
+  CHECK(contains(broken([](model::config& c) { c.layers = 0; }), "layers = 0 must be > 0"));
+  CHECK(contains(broken([](model::config& c) { c.head_dim = 15; }), "head_dim = 15 must be even for RoPE"));
+  CHECK(broken([](model::config& c) { c.head_dim = 15, c.rope = false; }).empty());
+  CHECK(contains(broken([](model::config& c) { c.norm_eps = 0; }), "norm_eps"));
+  CHECK(contains(broken([](model::config& c) { c.activation = fn::relu; }), "activation relu"));
+  CHECK(contains(broken([](model::config& c) { c.vocab = 0; }), "vocab = 0"));
+  static_assert(std::is_base_of_v<argument_error, model::config_error>);
+
+  CHECK(contains(message_of<model::config_error>([&] { tiny.validate_run(0, 3, 8); }), "prefill = 0"));
+  CHECK(contains(message_of<model::config_error>([&] { tiny.validate_run(6, 3, 8); }),
+                 "prefill 6 + decode 3 = 9 tokens do not fit a KV cache of 8 rows"));
+  model::config g = model::preset("gpt2-small");
+  CHECK(contains(message_of<model::config_error>([&] { g.validate_run(1000, 30, 2000); }), "learned table of 1024 positions"));
+}
+
+inline void check_weights() {
+  const model::config c = model::preset("tiny");
+  const auto a = model::random_weights<float>(c), b = model::random_weights<float>(c);
+  CHECK(a.layers[1].w_down.data == b.layers[1].w_down.data);
+  CHECK(a.layers[0].wq.data != a.layers[1].wq.data);
+  model::config other = c;
+  other.seed += 1;
+  CHECK(model::random_weights<float>(other).layers[0].wq.data != a.layers[0].wq.data);
+  // σ = 1/√fan_in for projections: the sample's standard deviation within 10 %
+  double s2 = 0;
+  for (float x : a.layers[0].w_up.data) s2 += double(x) * x;
+  const double sd = std::sqrt(s2 / static_cast<double>(a.layers[0].w_up.data.size()));
+  CHECK(sd == doctest::Approx(1.0 / std::sqrt(72.0)).epsilon(0.1));
+  CHECK(a.layers[0].w_up.dims == shape{72, 200});  // [gate | up]
+  CHECK_FALSE(a.layers[0].bq.present());
+  // f16 weights are the f32 draws rounded
+  const auto h = model::random_weights<half>(c);
+  CHECK(static_cast<float>(h.layers[0].wk.data[5]) == static_cast<float>(half(a.layers[0].wk.data[5])));
+
+  model::config g = model::preset("gpt2-small");
+  g.hidden = 16, g.heads = 2, g.kv_heads = 2, g.head_dim = 8, g.mlp = 24, g.vocab = 11, g.learned_positions = 9;
+  const auto t = model::random_weights<float>(g);
+  CHECK(t.lm_head.dims == shape{16, 11});
+  int diff = 0;
+  for (index_t v = 0; v < 11; ++v)
+    for (index_t i = 0; i < 16; ++i) diff += t.lm_head.data[static_cast<std::size_t>(i * 11 + v)] != t.embed.data[static_cast<std::size_t>(v * 16 + i)];
+  CHECK(diff == 0);
+  CHECK(t.layers[0].bo.present());
+  CHECK(t.positions.dims == shape{9, 16});
+}
+
+/// The stages of one step, in order, for config c and t tokens.
+inline std::vector<std::string> expected_stages(const model::config& c, index_t t) {
+  std::vector<std::string> s;
+  for (index_t l = 0; l < c.layers; ++l) {
+    for (const char* n : {"attn_norm", "q_proj", "k_proj", "v_proj"}) s.push_back(n);
+    if (c.rope) s.insert(s.end(), {"rope_q", "rope_k"});
+    for (const char* n : {"k_append", "v_append", "attention", "o_proj+residual", "mlp_norm", "up_proj"}) s.push_back(n);
+    if (c.mlp_type == model::mlp_kind::gated) s.push_back("gated");
+    s.push_back("down_proj+residual");
+  }
+  if (t > 1) s.push_back("select_last");
+  s.insert(s.end(), {"final_norm", "lm_head"});
+  return s;
+}
+
+/// A verification that must pass: every stage checked, isolated and end to
+/// end, inside the bounds; prints the largest end-to-end error / bound.
+inline void check_passed(const model::verification& v, const model::config& c, index_t prefill, index_t decode) {
+  INFO(model::failure_lines(v));
+  CHECK(v.passed);
+  const auto pre = expected_stages(c, prefill), dec = expected_stages(c, 1);
+  REQUIRE(v.stages.size() == pre.size() + (decode > 0 ? dec.size() : 0));
+  double worst = 0;
+  for (std::size_t i = 0; i < v.stages.size(); ++i) {
+    const auto& s = v.stages[i];
+    const bool in_prefill = i < pre.size();
+    CHECK(std::string(model::to_string(s.s)) == (in_prefill ? pre[i] : dec[i - pre.size()]));
+    CHECK(s.calls == (in_prefill ? 1 : decode));
+    CHECK(s.elements > 0);
+    CHECK(s.e2e_bound > 0);
+    worst = std::max(worst, s.e2e_rel / s.e2e_bound);
+  }
+  MESSAGE(v.candidate << " " << to_string(v.type) << " " << c.name << ": largest end-to-end error / bound " << worst);
+}
+
+template <class P, class T>
+void check_verify_host(const model::config& c, index_t prefill = 7, index_t decode = 3) {
+  const auto w = model::random_weights<T>(c);
+  model::host_session<T, P> s(c, w, prefill + decode);
+  check_passed(model::verify<T>(c, w, s, prefill, decode, P::name()), c, prefill, decode);
+}
+
+/// policy::blocked<> for every op, but op::gated's output is off by 0.05 in
+/// one element: a plausible wrong kernel.
+struct wrong_gated {
+  static std::string name() { return "wrong_gated"; }
+};
+
+}  // namespace model_checks
+
+namespace kforge::detail {
+template <class Op>
+  requires supports<policy::blocked<>, Op>
+struct impl<model_checks::wrong_gated, Op> {
+  static constexpr bool available = true;
+  template <class... V>
+  static void run(const Op& op, V... v) {
+    kforge::run<policy::blocked<>>(op, v...);
+    if constexpr (Op::name == std::string_view("gated")) {
+      auto& y = std::get<sizeof...(V) - 1>(std::tie(v...));
+      if (y.numel() > 3) y.data[3] = static_cast<typename Op::value_type>(static_cast<float>(y.data[3]) + 0.05f);
+    }
+  }
+};
+}  // namespace kforge::detail
+
+namespace model_checks {
+
+template <class T>
+void check_wrong_op_named() {
+  const model::config c = model::preset("tiny");
+  const auto w = model::random_weights<T>(c);
+  model::host_session<T, wrong_gated> s(c, w, 10);
+  const model::verification v = model::verify<T>(c, w, s, 7, 3, "wrong_gated");
+  CHECK_FALSE(v.passed);
+  INFO(model::failure_lines(v));
+  CHECK(contains(v.first_failure, "stage gated (layer 0), prefill on wrong_gated"));
+  CHECK(contains(v.first_failure, "given the reference's inputs, 1 of 700 elements outside the op's tolerance"));
+  CHECK(contains(v.first_failure, "swiglu [7x200]"));
+  for (const auto& st : v.stages) {
+    CHECK(st.iso_passed == (st.s != model::stage::gated));  // only the wrong op fails in isolation
+    if (st.step == "prefill" && st.layer == 0 && st.s < model::stage::gated) CHECK(st.e2e_passed);
+  }
+}
+
+inline void check_session_errors() {
+  const model::config c = model::preset("tiny");
+  const auto w = model::random_weights<float>(c);
+  model::host_session<float, policy::blocked<>> s(c, w, 8);
+  model::host_buffer<float> logits(shape{1, c.vocab});
+  auto x = [&](index_t t) { return model::embed_rows(c, w, model::random_tokens(c, t, 5), 0); };
+  const auto x9 = x(9), x4 = x(4), x2 = x(2), x1 = x(1);
+  CHECK(contains(message_of<model::config_error>([&] { s.step(x9.view(), logits.view()); }), "exceed the KV cache of 8 rows"));
+  s.step(x4.view(), logits.view());
+  CHECK(s.position() == 4);
+  CHECK(contains(message_of<model::config_error>([&] { s.step(x2.view(), logits.view()); }), "bottom-right causal"));
+  s.step(x1.view(), logits.view());
+  CHECK(s.position() == 5);
+  CHECK_THROWS_AS(s.step(tensor_view<const float>(x4.data.data(), shape{2, 144}), logits.view()), shape_error);
+  s.reset();
+  s.step(x4.view(), logits.view());
+  CHECK(s.position() == 4);
+  CHECK(std::isfinite(static_cast<double>(logits.data[0])));
+  // step_tokens embeds on the host: the same logits as step() on embed_rows
+  model::host_buffer<float> again(shape{1, c.vocab});
+  s.reset();
+  const auto ids = model::random_tokens(c, 4, 5);
+  s.step_tokens(ids, again.view());
+  CHECK(again.data == logits.data);
+  CHECK_THROWS_AS(s.step_tokens(std::vector<index_t>{c.vocab}, again.view()), model::config_error);  // an id past the vocabulary
+  const std::vector<float> l{0.5f, std::numeric_limits<float>::quiet_NaN(), 2.0f, 2.0f, -1.0f};
+  CHECK(model::argmax(tensor_view<const float>(l.data(), shape{5})) == 2);
+}
+
+}  // namespace model_checks

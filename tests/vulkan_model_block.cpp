@@ -1,0 +1,87 @@
+// tests/vulkan_model_block.cpp — kforge::model on policy::vulkan (lavapipe in
+// CI; validation layer on): the tiny preset verified stage by stage against
+// the Eigen reference in f32, f16 and bf16 (held as f32 on the device), each
+// step one submission with per-stage GPU times, and typed errors.
+#include <kforge/model/vulkan.hpp>
+#if defined(KFORGE_HAS_TUNE)
+#include <kforge/tune.hpp>
+#endif
+
+#include "model_checks.hpp"
+#include "vulkan_common.hpp"
+
+using namespace kforge;
+namespace mc = model_checks;
+
+namespace {
+template <class T, class P = policy::vulkan<>>
+void verify_on_vulkan(vulkan::context& ctx, const model::config& c, index_t prefill = 7, index_t decode = 3) {
+  const auto w = model::random_weights<T>(c);
+  model::vulkan_session<T, P> s(ctx, c, w, prefill + decode);
+  const model::verification v = model::verify<T>(c, w, s, prefill, decode, P::name());
+  mc::check_passed(v, c, prefill, decode);
+  for (const auto& st : v.stages)
+    if (st.s == model::stage::q_proj || st.s == model::stage::attention) CHECK(!st.knobs.empty());
+}
+}  // namespace
+
+TEST_CASE("vulkan model: tiny verified stage by stage against the reference (f32, f16, bf16)") {
+  KFT_NEED_DEVICE();
+  const model::config c = model::preset("tiny");
+  verify_on_vulkan<float>(*ctx, c);
+  if (ctx->info().storage_16bit) verify_on_vulkan<half>(*ctx, c);
+  verify_on_vulkan<bfloat16>(*ctx, c);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+#if defined(KFORGE_HAS_TUNE)
+TEST_CASE("vulkan model under policy::autotune: its gemms recorded with the device's tuned (or default) config") {
+  KFT_NEED_DEVICE();
+  verify_on_vulkan<float, policy::autotune>(*ctx, model::preset("tiny"));
+  KFT_NO_VALIDATION_MESSAGES();
+}
+#endif
+
+TEST_CASE("vulkan model: a GPT-2-style block verifies") {
+  KFT_NEED_DEVICE();
+  model::config c = model::preset("gpt2-small");
+  c.hidden = 48, c.heads = 3, c.kv_heads = 3, c.head_dim = 16, c.mlp = 70, c.vocab = 61, c.layers = 2, c.learned_positions = 32;
+  verify_on_vulkan<float>(*ctx, c);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan model: one submission per step, a GPU time for every op, the host session's logits") {
+  KFT_NEED_DEVICE();
+  const model::config c = model::preset("tiny");
+  const auto w = model::random_weights<float>(c);
+  model::vulkan_session<float> s(*ctx, c, w, 16);
+  model::host_session<float, policy::blocked<>> h(c, w, 16);
+  model::host_buffer<float> lv(shape{1, c.vocab}), lh(shape{1, c.vocab});
+  const auto ids = model::random_tokens(c, 6, 3);
+  for (index_t step = 0; step < 3; ++step) {
+    const index_t t = step == 0 ? 4 : 1, pos = s.position();
+    const std::vector<index_t> step_ids(ids.begin() + pos, ids.begin() + pos + t);
+    s.step_tokens(step_ids, lv.view());
+    h.step_tokens(step_ids, lh.view());
+    CHECK(s.submissions() == 1);
+    CHECK(s.stream().copy_count() == 2);  // the hidden states in, the logits out
+    CHECK(s.times().size() == mc::expected_stages(c, t).size());
+    if (ctx->info().timestamps)
+      for (const auto& tm : s.times()) CHECK(tm.seconds >= 0);
+    double err = 0, mag = 0;
+    for (index_t v = 0; v < c.vocab; ++v) {
+      err = std::max(err, std::fabs(double(lv.data[v]) - lh.data[v]));
+      mag = std::max(mag, std::fabs(double(lh.data[v])));
+    }
+    CHECK(err <= 1e-4 * mag);
+    const index_t a = model::argmax(tensor_view<const float>(lv.view())), b = model::argmax(tensor_view<const float>(lh.view()));
+    CHECK((a == b || std::fabs(double(lh.data[a]) - lh.data[b]) <= 1e-4 * mag));  // the same token, or a tie
+  }
+  CHECK(s.position() == 6);
+  const auto x2 = model::embed_rows(c, w, std::vector<index_t>{1, 2}, 0);
+  CHECK_THROWS_AS(s.step(x2.view(), lv.view()), model::config_error);  // prefill after decode
+  s.reset();
+  s.step(x2.view(), lv.view());
+  CHECK(s.position() == 2);
+  KFT_NO_VALIDATION_MESSAGES();
+}

@@ -1,0 +1,129 @@
+// tools/transformer.hpp — what `kforge transformer` shares between its
+// command (cmd_transformer.cpp: options, report, baseline) and the policies'
+// translation units (transformer_cpu.cpp, transformer_vulkan.cpp): the run's
+// request and result, and the timing loop every session goes through.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <kforge/model.hpp>
+
+namespace kforge::tool {
+
+struct transformer_request {
+  model::config cfg;
+  index_t prefill = 128, decode = 32;
+  index_t verify_decode = 4;  ///< decode steps the verification runs (after the same prefill)
+  dtype type = dtype::f32;
+  std::string policy = "threaded";
+  int reps = 3;
+  bool verify = true;
+  bool remeasure_bandwidth = false;  ///< probe the machine's bandwidth again (CPU; --remeasure-roofline)
+  /// The warm-up (a prefill and the decode steps) repeats until this many
+  /// seconds have passed: a GPU idles at a low clock (docs/DESIGN.md).
+  double warm_s = 0;
+};
+
+/// Time of one op of the program: the prefill's call, or a decode step's
+/// (mean over the decode steps); median over the timed repetitions.
+struct stage_timing {
+  std::string step;
+  model::stage s;
+  int layer;
+  double seconds = -1;
+};
+
+struct transformer_result {
+  std::string policy;   ///< as given
+  std::string knobs;    ///< the policy's knobs in words (micro-kernel and threads, gemm configs, ...)
+  std::string device;   ///< CPU, or the Vulkan device's name
+  std::string timing;   ///< what the stage times are: "wall" or "gpu"
+  bool verified = false;
+  model::verification v;
+  std::vector<stage_timing> stages;
+  double prefill_s = 0;           ///< one prefill, wall (median over reps)
+  double decode_s = 0;            ///< one decode step, wall (mean over the steps, median over reps)
+  double decode_stage_s = 0;      ///< one decode step, sum of its ops' times (GPU time on Vulkan)
+  double decode_block_s = 0;      ///< of which the blocks (layers): what streams the block weights
+  model::weight_bytes bytes;      ///< weights, in the dtype as stored where the session runs
+  double machine_Bps = 0;         ///< the machine's copy bandwidth (kforge's roofline probe), 0 where not measured
+  std::string bandwidth_method;   ///< how and when it was measured
+};
+
+transformer_result run_transformer_cpu(const transformer_request& r);
+transformer_result run_transformer_vulkan(const transformer_request& r);
+
+/// Runs the request's prefill and decode steps on a session (warm-up, then
+/// `reps` timed repetitions from an empty cache) and fills the result's
+/// times. Session: host_session or vulkan_session (step_tokens(ids, logits),
+/// reset(), times()). A step's time includes its embedding (host gather and,
+/// on Vulkan, upload: part of the step's stream).
+template <class T, class Session>
+void time_session(Session& s, const model::config& c, const transformer_request& r, transformer_result& out) {
+  const auto ids = model::random_tokens(c, r.prefill + r.decode, 0x6b666f7267651302ull);
+  const std::span<const index_t> all(ids);
+  model::host_buffer<T> logits(shape{1, c.vocab});
+  std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block;
+  std::vector<std::vector<double>> pre_t, dec_t;  // [rep][call]
+  std::vector<model::stage_time> pre_calls, dec_calls;
+  const auto warm_start = std::chrono::steady_clock::now();
+  for (int rep = -1; rep < r.reps; ++rep) {  // rep -1: warm-up (pipelines, caches, pool threads, clocks)
+    if (rep == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < r.warm_s) rep = -1;
+    s.reset();
+    auto t0 = std::chrono::steady_clock::now();
+    s.step_tokens(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
+    const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<double> pt, dt;
+    for (const auto& tm : s.times()) pt.push_back(tm.seconds);
+    pre_calls = s.times();
+    double dw = 0, dops = 0, dblock = 0;
+    for (index_t d = 0; d < r.decode; ++d) {
+      t0 = std::chrono::steady_clock::now();
+      s.step_tokens(all.subspan(static_cast<std::size_t>(r.prefill + d), 1), logits.view());
+      dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if (dt.empty()) dt.assign(s.times().size(), 0.0);
+      for (std::size_t i = 0; i < s.times().size(); ++i) {
+        const double sec = s.times()[i].seconds;
+        dt[i] = dt[i] < 0 || sec < 0 ? -1 : dt[i] + sec / static_cast<double>(r.decode);
+        if (sec < 0) continue;  // not timed (a recording past the stream's timestamps)
+        dops += sec / static_cast<double>(r.decode);
+        if (s.times()[i].layer >= 0) dblock += sec / static_cast<double>(r.decode);
+      }
+      dec_calls = s.times();
+    }
+    if (rep < 0) continue;
+    prefill_wall.push_back(pw);
+    pre_t.push_back(pt);
+    if (r.decode > 0) {
+      decode_wall.push_back(dw / static_cast<double>(r.decode));
+      decode_ops.push_back(dops);
+      decode_block.push_back(dblock);
+      dec_t.push_back(dt);
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    if (v.empty()) return 0.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  auto column = [&](const std::vector<std::vector<double>>& m, std::size_t i) {
+    std::vector<double> v;
+    for (const auto& row : m) {
+      if (row[i] < 0) return -1.0;
+      v.push_back(row[i]);
+    }
+    return median(v);
+  };
+  out.prefill_s = median(prefill_wall);
+  out.decode_s = median(decode_wall);
+  out.decode_stage_s = median(decode_ops);
+  out.decode_block_s = median(decode_block);
+  for (std::size_t i = 0; i < pre_calls.size(); ++i) out.stages.push_back({"prefill", pre_calls[i].s, pre_calls[i].layer, column(pre_t, i)});
+  for (std::size_t i = 0; i < dec_calls.size(); ++i) out.stages.push_back({"decode", dec_calls[i].s, dec_calls[i].layer, column(dec_t, i)});
+}
+
+}  // namespace kforge::tool
