@@ -1,7 +1,8 @@
 // tests/transformer_ops.cpp — the transformer-block ops' typed errors,
-// kv_append's in-place property, attention's kv_len, embedding's ids and
-// topk's order on the CPU policies (eigen, blocked, threaded); their numerics
-// run through the validation suite's catalog.
+// kv_append's in-place property, attention's kv_len, embedding's ids,
+// topk's order and both moving bf16 bit for bit, on the CPU policies (eigen,
+// blocked, threaded); their numerics run through the validation suite's
+// catalog.
 #include "transformer_ops_checks.hpp"
 
 namespace tc = transformer_checks;
@@ -40,4 +41,9 @@ TEST_CASE_TEMPLATE("topk / argmax: NaN first, ties by position, exact values; ba
   tc::check_argmax_rows<P, float>();
   tc::check_argmax_rows<P, kforge::half>();
   tc::check_topk_errors<P>();
+}
+
+TEST_CASE_TEMPLATE("embedding / topk: bf16 rows and values moved bit for bit, NaN payloads too", P, policy::eigen,
+                   policy::blocked<>, policy::threaded<>) {
+  tc::check_bf16_moved<P>();
 }

@@ -3,7 +3,8 @@
 // every backend): the typed errors of bad input, kv_append's in-place
 // property on a cache with a recognisable value in every element, attention's
 // kv_len, embedding's strided ids and its ids out of range, topk's order
-// (ties, NaN, signed zeros) written out by hand. One body per property, run
+// (ties, NaN, signed zeros) written out by hand, bf16 moved bit for bit by
+// embedding and topk. One body per property, run
 // for every policy by tests/transformer_ops.cpp (CPU) and
 // tests/vulkan_transformer_ops.cpp.
 #pragma once
@@ -14,7 +15,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <kforge/kforge.hpp>
@@ -230,6 +233,83 @@ void check_topk_errors() {
   CHECK_THROWS_AS(run<P>(op::topk<float>{1}, tensor_view<const float>(x.data(), shape{}), tensor_view<float>(v.data(), shape{1}),
                          tensor_view<std::int32_t>(i.data(), shape{1})),
                   shape_error);
+}
+
+/// The bits of a bfloat16, and the bfloat16 of some bits.
+inline std::uint16_t bf16_bits(bfloat16 v) { return Eigen::numext::bit_cast<std::uint16_t>(v); }
+inline bfloat16 bf16_of(std::uint16_t b) { return Eigen::numext::bit_cast<bfloat16>(b); }
+
+/// Elements of `got` whose bits differ from `want`'s; without `nan_payloads`
+/// a NaN matches any NaN.
+inline std::size_t bf16_bit_mismatches(const std::vector<bfloat16>& got, const std::vector<bfloat16>& want, bool nan_payloads) {
+  std::size_t bad = got.size() == want.size() ? 0 : 1;
+  for (std::size_t i = 0; i < std::min(got.size(), want.size()); ++i) {
+    const std::uint16_t g = bf16_bits(got[i]), w = bf16_bits(want[i]);
+    const bool nan = (w & 0x7fffu) > 0x7f80u;
+    bad += !(g == w || (!nan_payloads && nan && (g & 0x7fffu) > 0x7f80u));
+  }
+  return bad;
+}
+
+/// An embedding table [512, 128] holding every bf16 bit pattern once (NaNs
+/// of every payload, ±Inf, ±0, denormals).
+inline std::vector<bfloat16> every_bf16() {
+  std::vector<bfloat16> t(65536);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = bf16_of(static_cast<std::uint16_t>(i));
+  return t;
+}
+
+/// [rows, n] bf16 of few distinct values (many ties), with +Inf, -0 and +0 in
+/// every row and, in row 0, two NaNs: a quiet one with a payload and a
+/// negative signalling one.
+inline std::vector<bfloat16> bf16_tied_rows(index_t rows, index_t n, std::uint64_t seed) {
+  std::vector<bfloat16> x(static_cast<std::size_t>(rows * n));
+  std::mt19937_64 r(seed);
+  for (auto& e : x) e = bf16_of(static_cast<std::uint16_t>(0x3f80u + (r() % 8) * 0x20u + ((r() & 1) << 15)));
+  for (index_t i = 0; i < rows; ++i) {
+    x[static_cast<std::size_t>(i * n + n / 3)] = bf16_of(0x7f80);
+    x[static_cast<std::size_t>(i * n + n / 2)] = bf16_of(0x8000);
+    x[static_cast<std::size_t>(i * n + n / 2 + 1)] = bf16_of(0x0000);
+  }
+  x[17] = bf16_of(0x7fc1);
+  x[static_cast<std::size_t>(n - 2)] = bf16_of(0xffa0);
+  return x;
+}
+
+/// bf16 through embedding and topk is moved, never converted: the rows
+/// gathered from a table of every bf16 bit pattern are its rows' bits, and
+/// topk's values (of rows with ties, NaNs, Inf and signed zeros; a few rows
+/// of 5000 and one of 20001, which the Vulkan kernel splits across
+/// workgroups) are policy::eigen's bits, its indices eigen's. Without
+/// `nan_payloads` a NaN need only stay a NaN (data that passes through f32:
+/// Vulkan without 16-bit storage).
+template <class P>
+void check_bf16_moved(bool nan_payloads = true) {
+  const index_t v = 512, d = 128;
+  const std::vector<bfloat16> table = every_bf16();
+  std::vector<std::int32_t> ids(300);
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int32_t>((i * 263 + 7) % 257 * 2 % v);  // repeats
+  std::vector<bfloat16> out(ids.size() * d), want(out.size());
+  run<P>(op::embedding<bfloat16>{}, tensor_view<const bfloat16>(table.data(), shape{v, d}), make_view(ids, shape{3, 100}),
+         make_view(out, shape{3, 100, d}));
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    std::copy_n(table.begin() + ids[i] * d, d, want.begin() + static_cast<std::ptrdiff_t>(i) * d);
+  CHECK(bf16_bit_mismatches(out, want, nan_payloads) == 0);
+
+  for (const auto& [rows, n] : {std::pair<index_t, index_t>{3, 5000}, {1, 20001}})
+    for (const index_t k : {index_t{1}, index_t{40}}) {
+      CAPTURE(n);
+      CAPTURE(k);
+      const std::vector<bfloat16> x = bf16_tied_rows(rows, n, 5);
+      const tensor_view<const bfloat16> xv(x.data(), shape{rows, n});
+      std::vector<bfloat16> got(static_cast<std::size_t>(rows * k)), ref(got.size());
+      std::vector<std::int32_t> gi(got.size(), -1), ri(got.size(), -2);
+      run<P>(op::topk<bfloat16>{k}, xv, make_view(got, shape{rows, k}), make_view(gi, shape{rows, k}));
+      run<policy::eigen>(op::topk<bfloat16>{k}, xv, make_view(ref, shape{rows, k}), make_view(ri, shape{rows, k}));
+      CHECK(bf16_bits(ref[0]) == 0x7fc1);  // row 0 starts with its NaNs, in position order
+      CHECK(gi == ri);
+      CHECK(bf16_bit_mismatches(got, ref, nan_payloads) == 0);
+    }
 }
 
 /// attention's kv_len: keys [0, kv_len) of a longer cache whose other rows

@@ -112,6 +112,15 @@ TEST_CASE("vulkan topk / argmax: NaN first, ties by position, exact values; bad 
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+// bf16 host data is bf16 on a device with 16-bit storage (NaN payloads
+// kept), f32 on one without (tests/vulkan_bf16_fallback.cpp); device tensors:
+// tests/vulkan_bf16.cpp.
+TEST_CASE("vulkan embedding / topk: bf16 host data moved bit for bit") {
+  KFT_NEED_DEVICE();
+  tc::check_bf16_moved<policy::vulkan<>>(ctx->info().storage_16bit);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 // The sampling case on device tensors: one long row and a few (the split
 // kernel: chunks across workgroups, then a merge), with ties planted across
 // chunks and a NaN; a stream that samples twice without leaving the device.
