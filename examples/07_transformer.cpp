@@ -1,9 +1,10 @@
 // examples/07_transformer.cpp — a decoder built from a preset, run as a
-// program of kforge ops: a prefill of a prompt then single-token decode steps
-// with the KV cache, on the CPU (policy::threaded<>) and, where kforge was
-// built with Vulkan, on the GPU (weights and cache on the device, one
-// submission per step), with tokens/s for each; then the CPU run checked
-// stage by stage against the Eigen reference.
+// program of kforge ops from token ids to the greedily sampled next token: a
+// prefill of a prompt then single-token decode steps with the KV cache, on
+// the CPU (policy::threaded<>) and, where kforge was built with Vulkan, on
+// the GPU (weights and cache on the device, one submission per step), with
+// tokens/s for each; then the CPU run checked stage by stage against the
+// Eigen reference.
 //
 // Run: build/examples/07_transformer [tiny|gpt2-small|llama3-8b] [prefill] [decode]
 //      (default: tiny 64 16; gpt2-small is one of GPT-2 small's layers, llama3-8b one of Llama 3 8B's)
@@ -23,8 +24,9 @@ using namespace kforge;
 
 namespace {
 
-/// Prefill, then decode steps, each token being the argmax of the last
-/// logits (greedy decoding); prints tokens/s.
+/// Prefill, then decode steps, each token being the one the last step
+/// sampled: the argmax of its logits (greedy decoding), an op of the step;
+/// prints tokens/s.
 template <class Session>
 void generate(const char* where, Session& s, const model::config& c, index_t prefill, index_t decode) {
   using clock = std::chrono::steady_clock;
@@ -32,14 +34,14 @@ void generate(const char* where, Session& s, const model::config& c, index_t pre
   const auto prompt = model::random_tokens(c, prefill, 42);
   s.reset();
   auto t0 = clock::now();
-  s.step_tokens(prompt, logits.view());  // the whole prompt, one step
+  index_t next = s.step(prompt, logits.view());  // the whole prompt, one step
   const double prefill_s = std::chrono::duration<double>(clock::now() - t0).count();
   std::vector<index_t> out;
   double decode_s = 0;
   for (index_t i = 0; i < decode; ++i) {
-    out.push_back(model::argmax(tensor_view<const float>(logits.view())));
+    out.push_back(next);
     t0 = clock::now();
-    s.step_tokens(std::span<const index_t>(&out.back(), 1), logits.view());  // the next token, one step
+    next = s.step(std::span<const index_t>(&out.back(), 1), logits.view());  // the next token, one step
     decode_s += std::chrono::duration<double>(clock::now() - t0).count();
   }
   std::printf("%-8s prefill %lld tokens: %8.1f tokens/s | decode %lld tokens: %7.1f tokens/s (%.3f ms/token) | tokens:",

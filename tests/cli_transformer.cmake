@@ -1,10 +1,11 @@
 # `kforge transformer` (tools/cmd_transformer.cpp): the tiny preset's JSON
 # report on one policy (-DPOLICY=eigen|blocked|threaded|autotune|vulkan) with
-# per-stage errors and times and a passed verification; with -DBASELINE=ON
-# the --baseline/--compare regression checks: an identical report passes, one
-# whose baseline times are 10x smaller or whose errors are zero fails (exit
-# 1), a live run against a baseline 100x slower passes and against one 10x
-# faster fails, and a baseline of another length is a usage error (exit 2).
+# per-stage errors and times from the embedding to the sampled token and a
+# passed verification; with -DBASELINE=ON the --baseline/--compare
+# regression checks: an identical report passes, one whose baseline times are
+# 10x smaller or whose errors are zero fails (exit 1), a live run against a
+# baseline 100x slower passes and against one 10x faster fails, and a
+# baseline of another length is a usage error (exit 2).
 # (tiny's times are microseconds: these set the time floor to 1 us.)
 #   cmake -DTOOL=... -DDIR=... (-DPOLICY=P | -DBASELINE=ON) -P cli_transformer.cmake
 include("${CMAKE_CURRENT_LIST_DIR}/cli/functions.cmake")
@@ -68,10 +69,23 @@ if(NOT BASELINE)
       json_get(v "${out}" "stage ${i}" stages ${i} ${k})
     endforeach()
   endforeach()
-  json_get(stage "${out}" "stage 8" stages 8 stage)
-  json_get(shape "${out}" "stage 8" stages 8 shape)
+  # The step runs from the token ids' embedding to the sampled token: kforge ops at both ends.
+  json_get(stage "${out}" "stage 0" stages 0 stage)
+  json_get(shape "${out}" "stage 0" stages 0 shape)
+  if(NOT stage STREQUAL "embed" OR NOT shape STREQUAL "[9x72]")
+    message(FATAL_ERROR "stage 0 is ${stage} ${shape}, expected the prefill's embed [9x72]\n${out}")
+  endif()
+  json_get(stage "${out}" "stage 9" stages 9 stage)
+  json_get(shape "${out}" "stage 9" stages 9 shape)
   if(NOT stage STREQUAL "attention" OR NOT shape STREQUAL "[1x9x4x16]")
-    message(FATAL_ERROR "stage 8 is ${stage} ${shape}, expected layer 0's attention [1x9x4x16]\n${out}")
+    message(FATAL_ERROR "stage 9 is ${stage} ${shape}, expected layer 0's attention [1x9x4x16]\n${out}")
+  endif()
+  math(EXPR last "${n} - 1")
+  json_get(stage "${out}" "last stage" stages ${last} stage)
+  json_get(shape "${out}" "last stage" stages ${last} shape)
+  json_get(iso "${out}" "last stage" stages ${last} iso_passed)
+  if(NOT stage STREQUAL "sample" OR NOT shape STREQUAL "[1x1]" OR NOT iso STREQUAL "ON")
+    message(FATAL_ERROR "the last stage is ${stage} ${shape} (isolated check ${iso}), expected decode's sample [1x1], passed\n${out}")
   endif()
   foreach(k prefill_tokens_per_s decode_tokens_per_s decode_ms_per_token)
     json_get(v "${out}" "totals" totals ${k})

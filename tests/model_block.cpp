@@ -48,4 +48,6 @@ TEST_CASE("model: a wrong op is detected in isolation and named with its stage, 
   mc::check_wrong_op_named<half>();
 }
 
-TEST_CASE("model session: steps that do not fit are typed errors; reset starts over") { mc::check_session_errors(); }
+TEST_CASE("model session: steps that do not fit and ids outside the vocabulary are typed errors; a step returns its argmax") {
+  mc::check_session_errors();
+}

@@ -42,9 +42,12 @@ struct thresholds {
   double error_floor_eps = 0.1;
 };
 
-std::string stage_key(const std::string& step, model::stage s, int layer) {
-  return step + " " + std::string(model::to_string(s)) + (layer >= 0 ? " layer " + std::to_string(layer) : " head");
+/// "prefill attention layer 3"; the stages outside the blocks (layer -1: the
+/// embedding and the head) have names of their own: "decode lm_head".
+std::string stage_key(const std::string& step, std::string_view stage, std::int64_t layer) {
+  return step + " " + std::string(stage) + (layer >= 0 ? " layer " + std::to_string(layer) : "");
 }
+std::string stage_key(const std::string& step, model::stage s, int layer) { return stage_key(step, model::to_string(s), layer); }
 
 std::string config_json(const model::config& c) {
   json_writer w;
@@ -126,7 +129,7 @@ void print_text(const transformer_request& r, const transformer_result& res) {
               "bound", "");
   for (const stage_timing& t : res.stages) {
     auto it = checked.find(stage_key(t.step, t.s, t.layer));
-    const std::string layer = t.layer >= 0 ? std::to_string(t.layer) : "head";
+    const std::string layer = t.layer >= 0 ? std::to_string(t.layer) : model::in_embedding(t.s) ? "embed" : "head";
     if (it == checked.end()) {
       std::printf("%-8s %-19s %5s %-16s %10s\n", t.step.c_str(), std::string(model::to_string(t.s)).c_str(), layer.c_str(), "",
                   ms(t.seconds).c_str());
@@ -197,7 +200,7 @@ report_numbers parse_report(const std::string& text, const std::string& what) {
     if (s["layer"].get_int64().get(layer)) layer = -1;
     std::string_view name, step;
     if (s["stage"].get_string().get(name) || s["step"].get_string().get(step)) continue;
-    const std::string key = std::string(step) + " " + std::string(name) + (layer >= 0 ? " layer " + std::to_string(layer) : " head");
+    const std::string key = stage_key(std::string(step), name, layer);
     if (num(s, "time_s", v) && v >= 0) n.times[key] = v;
     if (num(s, "iso_max_rel", v)) n.errors[key + " (isolated error)"] = v;
     if (num(s, "e2e_rel", v)) n.errors[key + " (end-to-end error)"] = v;

@@ -143,9 +143,10 @@ const std::map<std::string, std::string>& command_help() {
      "                          [--seed N] [--json] [--baseline FILE] [--max-slowdown F] [--time-floor-us N]\n"
      "                          [--remeasure-roofline]\n"
      "       kforge transformer --compare NEW.json --baseline OLD.json\n\n"
-     "Builds a decoder from kforge ops (kforge::model: RMSNorm/LayerNorm, Q/K/V projections, RoPE, KV-cache append,\n"
-     "causal grouped-query attention over the cache, output projection + residual, norm, gated or plain MLP +\n"
-     "residual; N layers; final norm and LM head) with random weights from a fixed seed, runs a prefill of T tokens\n"
+     "Builds a decoder from kforge ops (kforge::model: token embedding (+ learned positions), then RMSNorm/LayerNorm,\n"
+     "Q/K/V projections, RoPE, KV-cache append, causal grouped-query attention over the cache, output projection +\n"
+     "residual, norm, gated or plain MLP + residual; N layers; final norm, LM head and the argmax of the logits, the\n"
+     "greedy next token) with random weights from a fixed seed, runs a prefill of T tokens\n"
      "(default 128) then T decode steps (default 32) on the policy (default threaded), and prints each stage's time\n"
      "(CPU: wall; vulkan: GPU timestamps, each step one recorded stream), prefill tokens/s, decode ms/token and\n"
      "tokens/s, and the GB/s at which decode reads the blocks' weights (CPU: beside this machine's copy bandwidth,\n"
@@ -161,8 +162,7 @@ const std::map<std::string, std::string>& command_help() {
      "layer, op, shape, time_s, iso_* and e2e_* errors). --baseline FILE diffs this run against a previous report:\n"
      "a time more than --max-slowdown (1.25) x the baseline's and --time-floor-us (50) us slower, an error more than\n"
      "4x the baseline's + 0.1 eps of the dtype, or a stage that passed and now fails is a regression: exit 1.\n"
-     "--compare NEW.json --baseline OLD.json compares two reports without running.\n"
-     "Until op::embedding lands, the hidden states of random tokens are gathered on the host before each step.\n"},
+     "--compare NEW.json --baseline OLD.json compares two reports without running.\n"},
     {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 10-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;

@@ -59,9 +59,10 @@ transformer_result run_transformer_vulkan(const transformer_request& r);
 
 /// Runs the request's prefill and decode steps on a session (warm-up, then
 /// `reps` timed repetitions from an empty cache) and fills the result's
-/// times. Session: host_session or vulkan_session (step_tokens(ids, logits),
-/// reset(), times()). A step's time includes its embedding (host gather and,
-/// on Vulkan, upload: part of the step's stream).
+/// times. Session: host_session or vulkan_session (step(ids, logits),
+/// reset(), times()). A step's time runs from its token ids to the sampled
+/// next token: the embedding and the argmax are ops of the step (on Vulkan the
+/// ids' upload and the token's download are part of the step's stream).
 template <class T, class Session>
 void time_session(Session& s, const model::config& c, const transformer_request& r, transformer_result& out) {
   const auto ids = model::random_tokens(c, r.prefill + r.decode, 0x6b666f7267651302ull);
@@ -75,7 +76,7 @@ void time_session(Session& s, const model::config& c, const transformer_request&
     if (rep == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < r.warm_s) rep = -1;
     s.reset();
     auto t0 = std::chrono::steady_clock::now();
-    s.step_tokens(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
+    s.step(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
     const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> pt, dt;
     for (const auto& tm : s.times()) pt.push_back(tm.seconds);
@@ -83,7 +84,7 @@ void time_session(Session& s, const model::config& c, const transformer_request&
     double dw = 0, dops = 0, dblock = 0;
     for (index_t d = 0; d < r.decode; ++d) {
       t0 = std::chrono::steady_clock::now();
-      s.step_tokens(all.subspan(static_cast<std::size_t>(r.prefill + d), 1), logits.view());
+      s.step(all.subspan(static_cast<std::size_t>(r.prefill + d), 1), logits.view());
       dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (dt.empty()) dt.assign(s.times().size(), 0.0);
       for (std::size_t i = 0; i < s.times().size(); ++i) {

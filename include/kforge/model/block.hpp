@@ -2,10 +2,11 @@
 // once for every kind of buffer and every policy.
 //
 // forward<T>(config, weights, workspace, cache, pos, ex) runs the `t` tokens
-// whose hidden states are in workspace.x, at positions [pos, pos + t), through
-// every block and the head, calling
+// whose ids are in workspace.ids, at positions [pos, pos + t), from their
+// embedding through every block and the head to the greedy choice of the
+// next token, calling
 //
-//     ex(stage, layer, op, operands...)           inputs first, output last
+//     ex(stage, layer, op, operands...)           inputs first, then the output(s)
 //
 // once per op. The executor decides what a call is: kforge::run<Policy> on
 // host views (model/host.hpp), vulkan::record<Policy> on device tensors into
@@ -14,9 +15,16 @@
 // number the model computes comes from one of these calls. Operands are
 // buffers (`Buf&`, seen with their own dims) or shaped<Buf> (the same storage
 // with another shape of equal size: a [t, H·hd] projection read as attention's
-// [1, t, H, hd]).
+// [1, t, H, hd]); ids and the chosen token are buffers of std::int32_t
+// (id_buffer_t<Buf>).
 //
-// One step, per layer (stage names as reports print them):
+// One step (stage names as reports print them; layer -1 for the stages
+// outside the blocks). The embedding:
+//   embed             op::embedding: the ids' rows of the embedding table     → x [t, D]
+//                     (with learned positions: → xn, then)
+//   pos_embed         op::embedding: rows pos .. pos + t - 1 of the position table (ids in workspace.positions) → pos_rows
+//   embed+pos         op::binary add: xn + pos_rows                           → x
+// per layer:
 //   attn_norm         rms_norm / layer_norm of x                    → xn
 //   q_proj, k_proj, v_proj   xn·W (+ b)                              → q [t, H·hd], k, v [t, Hkv·hd]
 //   rope_q, rope_k    op::rope at offset pos (config.rope)           → qr, kr
@@ -33,8 +41,8 @@
 //                     one product by 1, the rest by 0); a dense device tensor has no row views, and the head
 //                     runs on one row, not t (2·t·D·V flops saved: the LM head of 2048 tokens of Llama 3 is 2 TFLOP)
 //   final_norm, lm_head   → logits [1, V]
-// The token (and position) embedding fills x before the first block; the
-// argmax of the logits follows the head (model/host.hpp's step()).
+//   sample            op::topk with k = 1 (argmax: the first of equal logits, NaN above every number)
+//                     → top [1, 1] (the largest logit) and token [1, 1] (its index, the greedy next token)
 //
 // Prefill with tokens already cached (t > 1 at pos > 0) would need
 // bottom-right causal masking, which op::attention does not have: sessions
@@ -53,6 +61,8 @@ namespace kforge::model {
 
 enum class stage : std::uint8_t {
   embed,
+  pos_embed,
+  embed_pos,
   attn_norm,
   q_proj,
   k_proj,
@@ -76,6 +86,8 @@ enum class stage : std::uint8_t {
 constexpr std::string_view to_string(stage s) {
   switch (s) {
     case stage::embed: return "embed";
+    case stage::pos_embed: return "pos_embed";
+    case stage::embed_pos: return "embed+pos";
     case stage::attn_norm: return "attn_norm";
     case stage::q_proj: return "q_proj";
     case stage::k_proj: return "k_proj";
@@ -98,6 +110,10 @@ constexpr std::string_view to_string(stage s) {
   return "?";
 }
 
+/// Whether a stage (of layer -1) comes before the blocks (the embedding)
+/// rather than after them (the head).
+constexpr bool in_embedding(stage s) { return s == stage::embed || s == stage::pos_embed || s == stage::embed_pos; }
+
 /// A buffer seen with another shape of the same number of elements.
 template <class Buf>
 struct shaped {
@@ -118,15 +134,25 @@ shaped<Buf> arg_of(shaped<Buf> s) {
   return s;
 }
 
+/// The kind of buffer Buf is, holding std::int32_t: the program's ids.
+template <class Buf>
+using id_buffer_t = typename Buf::template rebind<std::int32_t>;
+
 /// The activations of a step of `tokens` tokens (allocated once per length
 /// and reused: a step allocates nothing).
 template <class Buf>
 struct workspace {
+  using ids_type = id_buffer_t<Buf>;
   index_t tokens = 0;
+  ids_type ids;        ///< [t]: the tokens (the session writes them; embed)
+  ids_type positions;  ///< [t]: pos .. pos + t - 1 (learned positions only; the session writes them)
+  Buf pos_rows;        ///< [t, D] (learned positions only)
   Buf x, xn, q, k, v, qr, kr, attn, up, act;
   Buf sel;            ///< [1, t]: one-hot on the last row (select_last)
   Buf last, lastn;    ///< [1, D]
   Buf logits;         ///< [1, V]
+  Buf top;            ///< [1, 1]: the largest logit (sample)
+  ids_type token;     ///< [1, 1]: its index, the greedy next token (sample)
 };
 
 /// Each layer's K and V cache, [1, rows, Hkv, hd].
@@ -143,12 +169,18 @@ inline std::vector<float> select_last_row(index_t t) {
   return s;
 }
 
-/// Allocates a step's buffers; make(shape) -> Buf. `sel` is left to the
-/// caller to fill with select_last_row(t).
-template <class Buf, class Make>
-workspace<Buf> make_workspace(const config& c, index_t t, Make&& make) {
+/// Allocates a step's buffers; make(shape) -> Buf, make_ids(shape) ->
+/// id_buffer_t<Buf>. `sel` is left to the caller to fill with
+/// select_last_row(t), the ids to each step.
+template <class Buf, class Make, class MakeIds>
+workspace<Buf> make_workspace(const config& c, index_t t, Make&& make, MakeIds&& make_ids) {
   workspace<Buf> w;
   w.tokens = t;
+  w.ids = make_ids(shape{t});
+  if (c.learned_positions > 0) {
+    w.positions = make_ids(shape{t});
+    w.pos_rows = make(shape{t, c.hidden});
+  }
   w.x = make(shape{t, c.hidden});
   w.xn = make(shape{t, c.hidden});
   w.q = make(shape{t, c.q_dim()});
@@ -165,6 +197,8 @@ workspace<Buf> make_workspace(const config& c, index_t t, Make&& make) {
   w.last = make(shape{1, c.hidden});
   w.lastn = make(shape{1, c.hidden});
   w.logits = make(shape{1, c.vocab});
+  w.top = make(shape{1, 1});
+  w.token = make_ids(shape{1, 1});
   return w;
 }
 
@@ -212,13 +246,20 @@ void norm(Ex& ex, stage s, int layer, const config& c, A&& x, const W& g, const 
 
 }  // namespace detail
 
-/// One step of ws.tokens tokens at positions [pos, pos + t) (see the file's
-/// comment). T is the element type the ops are instantiated for: the
-/// buffers' own (device tensors of bf16 data hold float).
+/// One step of the ws.tokens tokens in ws.ids at positions [pos, pos + t)
+/// (see the file's comment); the next token is left in ws.token. T is the
+/// element type the ops are instantiated for: the buffers' own.
 template <class T, class Buf, class Ex>
 void forward(const config& c, const weights<Buf>& w, workspace<Buf>& ws, kv_cache<Buf>& kv, index_t pos, Ex& ex) {
   const index_t t = ws.tokens, h = c.heads, hk = c.kv_heads, hd = c.head_dim;
   auto as = [](Buf& b, shape s) { return shaped<Buf>{&b, s}; };
+  if (c.learned_positions > 0) {
+    ex(stage::embed, -1, op::embedding<T>{}, w.embed, ws.ids, ws.xn);
+    ex(stage::pos_embed, -1, op::embedding<T>{}, w.positions, ws.positions, ws.pos_rows);
+    ex(stage::embed_pos, -1, op::binary<T, binop::add>{}, ws.xn, ws.pos_rows, ws.x);
+  } else {
+    ex(stage::embed, -1, op::embedding<T>{}, w.embed, ws.ids, ws.x);
+  }
   for (index_t l = 0; l < c.layers; ++l) {
     const auto& p = w.layers[static_cast<std::size_t>(l)];
     const int li = static_cast<int>(l);
@@ -269,6 +310,7 @@ void forward(const config& c, const weights<Buf>& w, workspace<Buf>& ws, kv_cach
   }
   detail::norm<T>(ex, stage::final_norm, -1, c, *last, w.final_norm_w, w.final_norm_b, ws.lastn);
   ex(stage::lm_head, -1, op::gemm<T>{}, ws.lastn, w.lm_head, ws.logits);
+  ex(stage::sample, -1, op::topk<T>{1}, ws.logits, ws.top, ws.token);
 }
 
 }  // namespace kforge::model

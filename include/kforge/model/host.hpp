@@ -4,22 +4,24 @@
 //   auto c = model::preset("tiny");
 //   auto w = model::random_weights<float>(c);
 //   model::host_session<float, policy::threaded<>> s(c, w, /*cache rows*/ 64);
-//   s.step(prompt /*[T, D]*/, logits /*[1, V]*/);   // prefill: T tokens from an empty cache
-//   s.step(next /*[1, D]*/, logits);                // decode: one token against the cache
+//   index_t next = s.step(prompt /*T token ids*/, logits /*[1, V]*/);   // prefill: T tokens from an empty cache
+//   next = s.step({&next, 1}, logits);                                  // decode: one token against the cache
 //
-// A policy that lacks an op (policy::autotune has gemm only) runs that op
-// on policy::threaded<>, what autotune itself falls back to on the CPU
-// (op_policy_t). Buffers — activations per step length, the KV cache — are
-// allocated on first use and kept: a step allocates nothing, and the CPU
-// kernels keep their scratch per thread. Every op's wall time is recorded per
-// step (times()). bf16 runs in bf16 storage like every CPU op (f32 arithmetic).
+// A step takes token ids and returns the greedy next token: the embedding
+// (op::embedding) and the argmax of the logits (op::topk, k = 1) are stages
+// of the program like every other op. A policy that lacks an op
+// (policy::autotune has gemm only) runs that op on policy::threaded<>, what
+// autotune itself falls back to on the CPU (op_policy_t). Buffers —
+// activations per step length, the KV cache — are allocated on first use and
+// kept: a step allocates nothing, and the CPU kernels keep their scratch per
+// thread. Every op's wall time is recorded per step (times()). bf16 runs in
+// bf16 storage like every CPU op (f32 arithmetic).
 #pragma once
 
 #include <chrono>
-#include <cstring>
-#include <limits>
-#include <span>
+#include <cstdint>
 #include <map>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -42,9 +44,10 @@ struct stage_time {
   double seconds;
 };
 
-/// One op call's output after the call, as float, for comparisons; `knobs`
-/// says what ran it where the executor knows more than the policy's name
-/// (the Vulkan gemm's config).
+/// One op call's output after the call, as float, for comparisons (an op
+/// with several outputs: its first, topk's values); `knobs` says what ran it
+/// where the executor knows more than the policy's name (the Vulkan gemm's
+/// config).
 struct stage_output {
   stage s;
   int layer;
@@ -91,7 +94,7 @@ struct host_executor {
     run<op_policy_t<Policy, Op, Fallback>>(op, v...);
     if (times) times->push_back({s, layer, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()});
     if (captures) {
-      const auto& out = std::get<sizeof...(V) - 1>(std::tie(v...));
+      const auto& out = std::get<Op::arity>(std::tie(v...));
       captures->push_back({s, layer, out.dims, to_floats(out), {}});
     }
   }
@@ -124,51 +127,28 @@ inline void check_step(const config& c, index_t pos, index_t t, index_t rows) {
                        std::to_string(c.learned_positions) + " positions");
 }
 
-/// check_step for a step's hidden states x [t, D] and logits [1, V] (or
-/// [V]), shape_error where they do not fit; returns t.
-template <class X, class L>
-index_t check_step(const config& c, index_t pos, const tensor_view<X>& x, const tensor_view<L>& logits, index_t rows) {
-  if (x.rank() != 2 || x.size(1) != c.hidden)
-    throw shape_error("kforge::model: hidden states have shape " + x.dims.str() + ", expected [T, " + std::to_string(c.hidden) + "]");
+/// check_step for a step's tokens and logits [1, V] (or [V]), shape_error
+/// where the logits do not fit; returns t.
+template <class L>
+index_t check_step(const config& c, index_t pos, std::span<const index_t> ids, const tensor_view<L>& logits, index_t rows) {
   if (logits.numel() != c.vocab)
     throw shape_error("kforge::model: logits have shape " + logits.dims.str() + ", expected [1, " + std::to_string(c.vocab) + "]");
-  check_step(c, pos, x.size(0), rows);
-  return x.size(0);
+  const index_t t = static_cast<index_t>(ids.size());
+  check_step(c, pos, t, rows);
+  return t;
 }
 
-/// The embedding of tokens `ids` at positions [pos, pos + n): their rows of
-/// the embedding table plus their rows of the learned position table, [n,
-/// D], gathered here on the host — the one place op::embedding takes over
-/// (as the step's first stage) when it exists. step_tokens() calls it.
-template <class T>
-host_buffer<T> embed_rows(const config& c, const weights<host_buffer<T>>& w, std::span<const index_t> ids, index_t pos) {
-  const index_t n = static_cast<index_t>(ids.size()), d = c.hidden;
-  host_buffer<T> x(shape{n, d});
-  for (index_t i = 0; i < n; ++i) {
-    if (ids[static_cast<std::size_t>(i)] < 0 || ids[static_cast<std::size_t>(i)] >= c.vocab)
-      throw config_error("kforge::model: token id " + std::to_string(ids[static_cast<std::size_t>(i)]) + " is outside [0, " +
-                         std::to_string(c.vocab) + ")");
-    for (index_t j = 0; j < d; ++j) {
-      float v = static_cast<float>(w.embed.data[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * d + j)]);
-      if (c.learned_positions > 0) v += static_cast<float>(w.positions.data[static_cast<std::size_t>((pos + i) * d + j)]);
-      x.data[static_cast<std::size_t>(i * d + j)] = T(v);
-    }
+/// Writes a step's tokens as op::embedding's int32 ids to `tokens` and, for
+/// a model with learned positions, their positions pos .. pos + t - 1 (the
+/// position table's rows) to `positions`; config_error for a token outside
+/// [0, vocab), before any op runs.
+inline void put_ids(const config& c, std::span<const index_t> ids, index_t pos, std::int32_t* tokens, std::int32_t* positions) {
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] < 0 || ids[i] >= c.vocab)
+      throw config_error("kforge::model: token id " + std::to_string(ids[i]) + " is outside [0, " + std::to_string(c.vocab) + ")");
+    tokens[i] = static_cast<std::int32_t>(ids[i]);
+    if (c.learned_positions > 0) positions[i] = static_cast<std::int32_t>(pos + static_cast<index_t>(i));
   }
-  return x;
-}
-
-/// The greedy choice: the index of the largest logit (the first of equal
-/// ones; NaN never wins) — computed here on the host, the one place
-/// op::topk takes over as the step's last stage when it exists.
-template <class T>
-index_t argmax(tensor_view<const T> logits) {
-  index_t best = 0;
-  float bv = -std::numeric_limits<float>::infinity();
-  for (index_t v = 0; v < logits.numel(); ++v) {
-    const float x = static_cast<float>(logits.data[v * (logits.rank() == 1 ? logits.stride(0) : logits.stride(1))]);
-    if (x > bv) best = v, bv = x;
-  }
-  return best;
 }
 
 /// The model's state on host buffers: the weights it reads (not owned), the
@@ -201,15 +181,13 @@ class host_model {
       for (auto& b : *side) std::fill(b.data.begin(), b.data.end(), T(0.0f));
   }
 
-  /// Runs the tokens whose hidden states are the rows of x [t, D] (after the
-  /// embedding) at the next positions; writes the last token's logits [1, V]
-  /// (or [V]).
+  /// Runs tokens `ids` at the next positions; writes the last token's
+  /// logits [1, V] (or [V]) and returns the greedy next token (their argmax).
   template <class Ex>
-  void step(tensor_view<const T> x, tensor_view<T> logits, Ex& ex) {
-    const index_t t = check_step(c_, pos_, x, logits, kv_.rows);
+  index_t step(std::span<const index_t> ids, tensor_view<T> logits, Ex& ex) {
+    const index_t t = check_step(c_, pos_, ids, logits, kv_.rows);
     workspace<buffer>& ws = workspace_for(t);
-    for (index_t i = 0; i < t; ++i)
-      for (index_t j = 0; j < c_.hidden; ++j) ws.x.data[static_cast<std::size_t>(i * c_.hidden + j)] = x(i, j);
+    put_ids(c_, ids, pos_, ws.ids.data.data(), ws.positions.data.data());
     forward<T>(c_, *w_, ws, kv_, pos_, ex);
     const T* src = ws.logits.data.data();
     if (logits.rank() == 1)
@@ -217,13 +195,7 @@ class host_model {
     else
       for (index_t v = 0; v < c_.vocab; ++v) logits(0, v) = src[v];
     pos_ += t;
-  }
-
-  /// step() for tokens `ids`, embedded by embed_rows.
-  template <class Ex>
-  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, Ex& ex) {
-    const host_buffer<T> x = embed_rows(c_, *w_, ids, pos_);
-    step(x.view(), logits, ex);
+    return ws.token.data[0];
   }
 
   /// The weights the model reads.
@@ -233,7 +205,9 @@ class host_model {
   workspace<buffer>& workspace_for(index_t t) {
     auto it = ws_.find(t);
     if (it == ws_.end()) {
-      it = ws_.emplace(t, make_workspace<buffer>(c_, t, [](shape s) { return buffer(s); })).first;
+      it = ws_.emplace(t, make_workspace<buffer>(c_, t, [](shape s) { return buffer(s); },
+                                                 [](shape s) { return host_buffer<std::int32_t>(s); }))
+               .first;
       const std::vector<float> sel = select_last_row(t);
       for (std::size_t i = 0; i < sel.size(); ++i) it->second.sel.data[i] = T(sel[i]);
     }
@@ -255,16 +229,12 @@ class host_session {
  public:
   host_session(const config& c, const weights<host_buffer<T>>& w, index_t cache_rows) : m_(c, w, cache_rows) {}
 
-  void step(tensor_view<const T> x, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
+  /// A step of tokens `ids` (prefill: the prompt; decode: one token):
+  /// writes the last one's logits, returns the greedy next token.
+  index_t step(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
     times_.clear();
     host_executor<Policy, T> ex{&times_, captures};
-    m_.step(x, logits, ex);
-  }
-  /// A step of tokens `ids` (prefill: the prompt; decode: one token).
-  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
-    times_.clear();
-    host_executor<Policy, T> ex{&times_, captures};
-    m_.step_tokens(ids, logits, ex);
+    return m_.step(ids, logits, ex);
   }
   void reset() { m_.reset(); }
   /// Runs one op as this session does (model::verify's isolated check).

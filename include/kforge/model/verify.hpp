@@ -25,17 +25,25 @@
 // Decode steps attend to a cache the earlier steps wrote, whose errors have
 // the same depth, so the sum is taken within a step.
 //
-// Inputs are random token ids; both sides take them through step_tokens(),
-// whose embedding is model::embed_rows until op::embedding runs it as the
-// step's first stage.
+// Inputs are random token ids; both sides run them from the embedding
+// (op::embedding, exact: its end-to-end bound is 0) to the sampled token
+// (op::topk, k = 1). An op with several outputs is checked in isolation on
+// all of them (topk: the largest logit and its index, both exactly) and
+// followed end to end on its first; sample's is the largest logit, whose
+// error is taken relative to the logits' magnitude (lm_head's, the stage
+// before it): the maximum moves no more than the logits do, while the
+// largest logit itself may be near zero. Which token each run picks is not
+// compared end to end: near-ties may go either way within the tolerances.
 #pragma once
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -63,38 +71,51 @@ struct stage_check {
   case_result r;
 };
 
+/// A dense view's copy (a candidate's output, starting from the reference's contents).
+template <class T>
+host_buffer<std::remove_const_t<T>> copy_of(const tensor_view<T>& v) {
+  host_buffer<std::remove_const_t<T>> b(v.dims);
+  std::copy(v.data, v.data + v.numel(), b.data.begin());
+  return b;
+}
+
 /// The reference's executor: each op on policy::eigen, after the
 /// candidate's op on the same operands — run by `iso(op, views...)`, the
-/// candidate session's isolated() — checked in isolation (`checks`); the
-/// reference's outputs go to `outputs`.
-template <class Iso, class T>
+/// candidate session's isolated() — checked in isolation, every output
+/// (`checks`); the reference's first outputs go to `outputs`.
+template <class Iso>
 struct checking_executor {
   Iso iso;
   std::vector<stage_check>* checks = nullptr;
   std::vector<stage_output>* outputs = nullptr;
   template <class Op, class... A>
   void operator()(stage s, int layer, const Op& op, A&&... a) {
-    call(s, layer, op, std::make_index_sequence<sizeof...(A) - 1>{}, view_of(arg_of(a))...);
+    call(s, layer, op, std::make_index_sequence<Op::arity>{}, std::make_index_sequence<op_outputs_v<Op>>{},
+         view_of(arg_of(a))...);
   }
 
  private:
-  template <class Op, std::size_t... I, class... V>
-  void call(stage s, int layer, const Op& op, std::index_sequence<I...>, const V&... v) {
+  template <class Op, std::size_t... I, std::size_t... O, class... V>
+  void call(stage s, int layer, const Op& op, std::index_sequence<I...>, std::index_sequence<O...>, const V&... v) {
+    constexpr std::size_t n_in = Op::arity;
     const auto all = std::tie(v...);
-    const auto& out = std::get<sizeof...(V) - 1>(all);
     stage_check chk{s, layer, traits_of_t<Op>::problem_of(op, v...), {}};
-    const std::vector<host_tensor> in{to_host_tensor(v)...};  // the output as it was before the call
-    host_buffer<T> cand(out.dims);
-    std::copy(out.data, out.data + out.numel(), cand.data.begin());
+    const std::vector<host_tensor> before{to_host_tensor(v)...};  // outputs as they were before the call
+    auto cand = std::make_tuple(copy_of(std::get<n_in + O>(all))...);
     try {
-      iso(op, std::get<I>(all)..., cand.view());
+      iso(op, std::get<I>(all)..., std::get<O>(cand).view()...);
     } catch (const std::exception& e) {
       chk.r.error = e.what();
     }
     run<policy::eigen>(op, v...);
-    const host_tensor ref = to_host_tensor(out);
-    if (chk.r.error.empty()) chk.r = compare_outputs(chk.p, to_host_tensor(cand.view()), ref, error_scale(chk.p, in, ref));
+    if (chk.r.error.empty()) {
+      std::vector<host_tensor> got = before, ref = before;
+      ((got[n_in + O] = to_host_tensor(std::get<O>(cand).view())), ...);
+      ((ref[n_in + O] = to_host_tensor(std::get<n_in + O>(all))), ...);
+      chk.r = compare_all_outputs(chk.p, got, ref, before);
+    }
     checks->push_back(std::move(chk));
+    const auto& out = std::get<n_in>(all);
     outputs->push_back({s, layer, out.dims, to_floats(out), {}});
   }
 };
@@ -122,7 +143,8 @@ struct stage_report {
   double seconds = -1;
 
   std::string where() const {
-    return std::string(to_string(s)) + (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : " (head)") + ", " + step;
+    return std::string(to_string(s)) +
+           (layer >= 0 ? " (layer " + std::to_string(layer) + ")" : in_embedding(s) ? " (embedding)" : " (head)") + ", " + step;
   }
 };
 
@@ -162,7 +184,7 @@ inline void fold_step(const std::string& step, const std::vector<stage_check>& c
   if (ref.size() != cand.size() || checks.size() != ref.size())
     throw error("kforge::model::verify: the candidate ran " + std::to_string(cand.size()) + " ops, the reference " +
                 std::to_string(ref.size()));
-  double depth = 0;
+  double depth = 0, prev_mag = 0;
   for (std::size_t i = 0; i < ref.size(); ++i) {
     const stage_check& c = checks[i];
     const stage_output &r = ref[i], &o = cand[i];
@@ -178,6 +200,9 @@ inline void fold_step(const std::string& step, const std::vector<stage_check>& c
       err = std::max(err, std::isfinite(a) && std::isfinite(b) ? std::fabs(a - b) : std::numeric_limits<double>::infinity());
       if (std::isfinite(b)) mag = std::max(mag, std::fabs(b));
     }
+    const double own_mag = mag;
+    if (c.s == stage::sample) mag = std::max(mag, prev_mag);  // the largest logit, relative to the logits (file's comment)
+    prev_mag = own_mag;
     const double rel = mag > 0 ? err / mag : (err == 0 ? 0 : std::numeric_limits<double>::infinity());
     const std::string key = step + "/" + std::to_string(static_cast<int>(c.s)) + "/" + std::to_string(c.layer);
     auto it = index.find(key);
@@ -226,7 +251,7 @@ inline std::string failure_lines(const verification& v) {
 }
 
 /// Runs `prefill` random tokens then `decode` single-token steps on the
-/// reference and on `cand` (a session: step(x, logits, captures*), reset(),
+/// reference and on `cand` (a session: step(ids, logits, captures*), reset(),
 /// and isolated(), what runs one op on the reference's operands the way the
 /// session runs it — host_session, or vulkan_session from model/vulkan.hpp,
 /// whose ops run on device tensors), and compares them stage by stage. `cand`
@@ -250,9 +275,9 @@ verification verify(const config& c, const weights<host_buffer<T>>& w, Session& 
     const std::vector<index_t> step_ids(ids.begin() + pos, ids.begin() + pos + t);
     std::vector<stage_check> checks;
     std::vector<stage_output> ref_out, cand_out;
-    checking_executor<decltype(cand.isolated()), T> ex{cand.isolated(), &checks, &ref_out};
-    ref.step_tokens(step_ids, ref_logits.view(), ex);
-    cand.step_tokens(step_ids, cand_logits.view(), &cand_out);
+    checking_executor<decltype(cand.isolated())> ex{cand.isolated(), &checks, &ref_out};
+    ref.step(step_ids, ref_logits.view(), ex);
+    cand.step(step_ids, cand_logits.view(), &cand_out);
     detail::fold_step(step == 0 ? "prefill" : "decode", checks, ref_out, cand_out, o.growth, v.type, candidate_name, v.stages, index);
     pos += t;
   }

@@ -1,30 +1,34 @@
 // kforge/model/vulkan.hpp — the decoder on a Vulkan device: weights uploaded
 // once as device tensors, activations and KV cache resident, every step
-// recorded as ONE vulkan::stream (its ops, the upload of the step's hidden
-// states and the download of the logits) and submitted once.
+// recorded as ONE vulkan::stream (the upload of the step's token ids as an
+// int32 device tensor, its ops from the embedding to the sampled token, the
+// download of the logits and of that token) and submitted once. The ids are
+// checked on the host first (config_error); op::embedding checks them on the
+// device as well, as it does any device-tensor ids.
 //
 //   vulkan::context ctx;
 //   model::vulkan_session<half> s(ctx, c, w /*host weights*/, /*cache rows*/ 4096);
-//   s.step(prompt, logits);     // prefill: one submission
-//   s.step(next, logits);       // decode: one submission
-//   s.times();                  // each op's GPU time (timestamps) of the last step
+//   index_t next = s.step(prompt, logits);   // prefill: one submission
+//   next = s.step({&next, 1}, logits);       // decode: one submission
+//   s.times();                               // each op's GPU time (timestamps) of the last step
 //
 // Policy: policy::vulkan<Knobs...> (default), or policy::autotune for its
 // gemms (the tuned config of the tensors' device); ops a policy lacks run on
-// policy::vulkan<>. bf16 weights and activations are held as f32 on the
-// device, as kforge's Vulkan backend holds bf16 host data (device_tensor has
-// float and half), so a bf16 session computes what an f32 one computes from
-// bf16 weights and inputs. The stream times each dispatch (256 at most per
-// recording: beyond that, stages report no time). A session is used from one
-// thread.
+// policy::vulkan<>. Weights and activations keep the session's element type
+// on the device: f16 and bf16 sessions need 16-bit storage
+// (vulkan::device_tensor refuses them with unsupported_error elsewhere). The
+// stream times each dispatch (256 at most per recording: beyond that, stages
+// report no time). A session is used from one thread.
 #pragma once
 
-#include <bit>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <map>
+#include <span>
+#include <string>
 #include <tuple>
 #include <type_traits>
-#include <string>
 #include <vector>
 
 #include "kforge/model.hpp"
@@ -36,6 +40,9 @@ namespace kforge::model {
 template <class D>
 struct device_buffer {
   using value_type = D;
+  /// The same kind of buffer of element type U (the program's int32 ids).
+  template <class U>
+  using rebind = device_buffer<U>;
   vulkan::device_tensor<D> t;
   shape dims;
   device_buffer() = default;
@@ -96,7 +103,7 @@ struct device_knobs<policy::vulkan<K...>> {
 
 /// Records each op on the step's stream (vulkan::record), remembering which
 /// of the stream's timed commands it recorded, and where asked, a download
-/// of its output (a comparison's candidate).
+/// of its (first) output (a comparison's candidate).
 template <class Policy, class D>
 struct device_executor {
   struct span {
@@ -127,42 +134,31 @@ struct device_executor {
     vulkan::record<op_policy_t<Policy, Op, policy::vulkan<>>>(*s, op, v...);
     if (spans) spans->push_back({st, layer, b, s->dispatch_count() + s->copy_count()});
     if (captures) {
-      const auto& out = std::get<sizeof...(V) - 1>(std::tie(v...));
+      static_assert(std::is_same_v<op_operand_t<Op, Op::arity>, D>, "kforge::model: a captured output holds D");
+      const auto& out = std::get<Op::arity>(std::tie(v...));
       captures->push_back({st, layer, out.dims(), out.record_download(*s),
                            detail::device_knobs<op_policy_t<Policy, Op, policy::vulkan<>>>::of(s->ctx(), op, v...)});
     }
   }
 };
 
-namespace detail {
-/// Op<T, R...> as Op<D, R...> (a bf16 call's descriptor for f32 device tensors).
-template <class Op, class D>
-struct rebind_op;
-template <template <class, class...> class O, class T, class... R, class D>
-struct rebind_op<O<T, R...>, D> {
-  using type = O<D, R...>;
-};
-}  // namespace detail
-
 /// How a vulkan_session runs one op in isolation (model::verify's isolated
-/// check), as its steps do: the operands uploaded as device tensors, the op
-/// recorded with the session's policy (vulkan::record) on a stream of its
-/// own, the output downloaded.
-template <class Policy, class D>
+/// check), as its steps do: the operands uploaded as device tensors of their
+/// own element types, the op recorded with the session's policy
+/// (vulkan::record) on a stream of its own, the outputs downloaded.
+template <class Policy>
 struct device_isolated {
   vulkan::context* ctx;
   template <class Op, class... V>
   void operator()(const Op& op, const V&... v) const {
-    using DOp = typename detail::rebind_op<Op, D>::type;
-    // Descriptors hold no T-dependent data (their members are parameters), so
-    // the bf16 call's descriptor is the f32 one's bit for bit.
-    static_assert(sizeof(DOp) == sizeof(Op) && std::is_trivially_copyable_v<Op>);
-    const DOp dop = std::bit_cast<DOp>(op);
-    auto ts = std::make_tuple(vulkan::device_tensor<D>::from_host(*ctx, v)...);
+    auto ts = std::make_tuple(vulkan::device_tensor<typename V::value_type>::from_host(*ctx, v)...);
     vulkan::stream s(*ctx);
-    std::apply([&](auto&... t) { vulkan::record<op_policy_t<Policy, DOp, policy::vulkan<>>>(s, dop, t...); }, ts);
+    std::apply([&](auto&... t) { vulkan::record<op_policy_t<Policy, Op, policy::vulkan<>>>(s, op, t...); }, ts);
     s.run();
-    std::get<sizeof...(V) - 1>(ts).download(std::get<sizeof...(V) - 1>(std::tie(v...)));
+    const auto views = std::tie(v...);
+    [&]<std::size_t... O>(std::index_sequence<O...>) {
+      (std::get<Op::arity + O>(ts).download(std::get<Op::arity + O>(views)), ...);
+    }(std::make_index_sequence<op_outputs_v<Op>>{});
   }
 };
 
@@ -173,10 +169,9 @@ class vulkan_session {
   using D = vulkan::device_type_t<T>;
   using buffer = device_buffer<D>;
 
-  /// `w` must outlive the session: step_tokens() gathers embedding rows
-  /// from it (model::embed_rows) until op::embedding runs on the device.
+  /// The weights are uploaded here; `w` is not read afterwards.
   vulkan_session(vulkan::context& ctx, const config& c, const weights<host_buffer<T>>& w, index_t cache_rows)
-      : ctx_(&ctx), c_(c), host_w_(&w), s_(ctx) {
+      : ctx_(&ctx), c_(c), s_(ctx) {
     c_.validate();
     if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
     w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) {
@@ -203,22 +198,30 @@ class vulkan_session {
       for (auto& b : *side) b.t.upload(tensor_view<const float>(zeros.data(), b.dims));
   }
 
-  /// One step (as host_model::step): x [t, D] → the last token's logits,
-  /// recorded as one stream and submitted once.
-  void step(tensor_view<const T> x, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
-    const index_t t = check_step(c_, pos_, x, logits, kv_.rows);
+  /// One step (as host_model::step) of tokens `ids` (prefill: the prompt;
+  /// decode: one token), recorded as one stream and submitted once: the ids
+  /// (and positions) uploaded as int32 device tensors, the last token's
+  /// logits and the greedy next token downloaded; returns that token.
+  index_t step(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
+    const index_t t = check_step(c_, pos_, ids, logits, kv_.rows);
     workspace<buffer>& ws = workspace_for(t);
+    ids_.resize(static_cast<std::size_t>(2 * t));
+    put_ids(c_, ids, pos_, ids_.data(), ids_.data() + t);
     s_.reset();
-    ws.x.t.record_upload(s_, x);
+    ws.ids.t.record_upload(s_, tensor_view<const std::int32_t>(ids_.data(), shape{t}));
+    if (c_.learned_positions > 0) ws.positions.t.record_upload(s_, tensor_view<const std::int32_t>(ids_.data() + t, shape{t}));
     std::vector<typename device_executor<Policy, D>::span> spans;
     std::vector<typename device_executor<Policy, D>::capture> caps;
     device_executor<Policy, D> ex{&s_, &spans, captures ? &caps : nullptr};
     forward<D>(c_, w_, ws, kv_, pos_, ex);
     const void* out = ws.logits.t.record_download(s_);
+    const void* token = ws.token.t.record_download(s_);
     const std::size_t submits = s_.submit_count();
     s_.run();
     submissions_ = s_.submit_count() - submits;
     vulkan::detail::unpack(static_cast<const D*>(out), logits.reshaped(shape{1, c_.vocab}));
+    std::int32_t next = 0;
+    std::memcpy(&next, token, sizeof next);
     const auto timed = s_.timings();
     times_.clear();
     for (const auto& sp : spans) {
@@ -234,20 +237,14 @@ class vulkan_session {
         captures->push_back({c.s, c.layer, c.dims, std::move(v), c.knobs});
       }
     pos_ += t;
-  }
-
-  /// A step of tokens `ids` (prefill: the prompt; decode: one token); their
-  /// hidden states are uploaded in the step's stream.
-  void step_tokens(std::span<const index_t> ids, tensor_view<T> logits, std::vector<stage_output>* captures = nullptr) {
-    const host_buffer<T> x = embed_rows(c_, *host_w_, ids, pos_);
-    step(x.view(), logits, captures);
+    return next;
   }
 
   index_t position() const { return pos_; }
   const config& cfg() const { return c_; }
   vulkan::context& ctx() const { return *ctx_; }
   /// Runs one op on device tensors as this session's steps do (model::verify).
-  device_isolated<Policy, D> isolated() const { return {ctx_}; }
+  device_isolated<Policy> isolated() const { return {ctx_}; }
   /// Each op call of the last step and the GPU time of its dispatches.
   const std::vector<stage_time>& times() const { return times_; }
   /// The last step's stream: its dispatches, barriers and copies.
@@ -259,7 +256,9 @@ class vulkan_session {
   workspace<buffer>& workspace_for(index_t t) {
     auto it = ws_.find(t);
     if (it == ws_.end()) {
-      it = ws_.emplace(t, make_workspace<buffer>(c_, t, [&](shape s) { return buffer(*ctx_, s); })).first;
+      it = ws_.emplace(t, make_workspace<buffer>(c_, t, [&](shape s) { return buffer(*ctx_, s); },
+                                                 [&](shape s) { return device_buffer<std::int32_t>(*ctx_, s); }))
+               .first;
       const std::vector<float> sel = select_last_row(t);
       it->second.sel.t.upload(tensor_view<const float>(sel.data(), shape{1, t}));
     }
@@ -268,12 +267,12 @@ class vulkan_session {
 
   vulkan::context* ctx_;
   config c_;
-  const weights<host_buffer<T>>* host_w_;
   weights<buffer> w_;
   std::map<index_t, workspace<buffer>> ws_;
   kv_cache<buffer> kv_;
   index_t pos_ = 0;
   vulkan::stream s_;
+  std::vector<std::int32_t> ids_;  ///< the step's token ids, then its positions
   std::vector<stage_time> times_;
   std::size_t submissions_ = 0;
 };

@@ -38,6 +38,9 @@ namespace kforge::model {
 template <class T>
 struct host_buffer {
   using value_type = T;
+  /// The same kind of buffer of element type U (the program's int32 ids).
+  template <class U>
+  using rebind = host_buffer<U>;
   std::vector<T> data;
   shape dims;
 
