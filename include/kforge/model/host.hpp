@@ -15,6 +15,7 @@
 // step (times()). bf16 runs in bf16 storage like every CPU op (f32 arithmetic).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <limits>
@@ -148,8 +149,13 @@ host_buffer<T> embed_rows(const config& c, const weights<host_buffer<T>>& w, std
     if (ids[static_cast<std::size_t>(i)] < 0 || ids[static_cast<std::size_t>(i)] >= c.vocab)
       throw config_error("kforge::model: token id " + std::to_string(ids[static_cast<std::size_t>(i)]) + " is outside [0, " +
                          std::to_string(c.vocab) + ")");
+    const T* row = w.embed.data.data() + static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * d);
+    if (c.learned_positions == 0) {  // a copy of the row: no conversion (2048 f16 rows of 4096 took 23 ms through float)
+      std::copy(row, row + d, x.data.begin() + static_cast<std::ptrdiff_t>(i * d));
+      continue;
+    }
     for (index_t j = 0; j < d; ++j) {
-      float v = static_cast<float>(w.embed.data[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * d + j)]);
+      float v = static_cast<float>(row[j]);
       if (c.learned_positions > 0) v += static_cast<float>(w.positions.data[static_cast<std::size_t>((pos + i) * d + j)]);
       x.data[static_cast<std::size_t>(i * d + j)] = T(v);
     }
