@@ -1,11 +1,14 @@
 // Tests of kforge/core: tensor views from Eigen (both storage orders), spans,
-// vectors and raw pointers; shape errors that name the op and both shapes.
+// vectors and raw pointers; shape errors that name the op and both shapes;
+// int32 operands and ops with several outputs.
 #include <doctest/doctest.h>
 
 #include <kforge/kforge.hpp>
 #include <kforge/validate/problem.hpp>
 
+#include <cstdint>
 #include <span>
+#include <type_traits>
 #include <vector>
 
 using namespace kforge;
@@ -115,4 +118,58 @@ TEST_CASE("supports<> is a concept over (policy, op)") {
   struct nothing {};
   static_assert(!supports<nothing, op::gemm<float>>);
   CHECK(true == supports<policy::eigen, op::conv2d<bfloat16>>);
+}
+
+TEST_CASE("int32 operands: views, dtype, host tensors and descriptors' operand types") {
+  static_assert(dtype_of<std::int32_t>() == dtype::i32);
+  CHECK(to_string(dtype::i32) == "i32");
+  CHECK(size_of(dtype::i32) == 4);
+  CHECK_FALSE(is_float(dtype::i32));
+  CHECK(is_float(dtype::bf16));
+  std::vector<std::int32_t> ids{3, 1, 4, 1, 5, 9};
+  auto v = as_view(ids);
+  static_assert(std::is_same_v<decltype(v), tensor_view<std::int32_t>>);
+  CHECK(make_view(ids, shape{2, 3})(1, 2) == 9);
+  // Integers past float's 24 bits stay exact.
+  host_tensor h(dtype::i32, shape{2, 2}, shape{2, 1});
+  h.set_i32(3, (1 << 30) + 1);
+  CHECK(h.get_i32(3) == (1 << 30) + 1);
+  CHECK(h.view<std::int32_t>()(1, 1) == (1 << 30) + 1);
+  CHECK_THROWS_AS(h.view<float>(), argument_error);
+  host_tensor f(dtype::f32, shape{1}, shape{1});
+  CHECK_THROWS_AS(f.get_i32(0), argument_error);
+  // Descriptors that declare nothing: one output, every operand of value_type.
+  static_assert(op_outputs_v<op::gemm<float>> == 1);
+  static_assert(std::is_same_v<op_operand_t<op::gemm<half>, 2>, half>);
+}
+
+TEST_CASE("operands of other types and several outputs: embedding's ids, topk's values and indices") {
+  static_assert(op_outputs_v<op::topk<float>> == 2);
+  static_assert(std::is_same_v<op_operand_t<op::topk<half>, 1>, half>);
+  static_assert(std::is_same_v<op_operand_t<op::topk<half>, 2>, std::int32_t>);
+  static_assert(std::is_same_v<op_operand_t<op::embedding<bfloat16>, 1>, std::int32_t>);
+  problem t;
+  t.op = "topk";
+  t.type = dtype::f16;
+  set_shape(t, "3x100");
+  t.attrs["k"] = 7;
+  const auto ts = operands(t);
+  REQUIRE(ts.size() == 3);
+  CHECK_FALSE(ts[0].is_output);
+  CHECK((ts[1].is_output && ts[2].is_output));
+  CHECK(operand_type(t, ts[1]) == dtype::f16);
+  CHECK(operand_type(t, ts[2]) == dtype::i32);
+  CHECK(output_count(ts) == 2);
+  const auto tt = allocate(t);
+  CHECK(tt[2].type == dtype::i32);
+  CHECK(tt[2].dims == shape{3, 7});
+  CHECK(min_bytes(t) == 3 * 100 * 2 + 3 * 7 * 2 + 3 * 7 * 4);
+  problem e;
+  e.op = "embedding";
+  set_shape(e, "32000x64,2x5");
+  const auto es = operands(e);
+  CHECK(operand_type(e, es[1]) == dtype::i32);
+  CHECK(es[1].id_bound == 32000);
+  CHECK(es.back().dims == shape{2, 5, 64});
+  CHECK(min_bytes(e) == 10 * 4 + 2 * 10 * 64 * 4);  // the rows read, not the table
 }

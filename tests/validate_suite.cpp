@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 using namespace kforge;
 
@@ -218,4 +219,51 @@ TEST_CASE("attention f16: rounding P to f16 passes the suite; wrong scale, mask,
   CHECK(rejected(sees_next));
   CHECK(rejected(drops_key));
   CHECK(rejected(skips_row));
+}
+
+TEST_CASE("ids are drawn in [0, V) in every case; the extremes case names the first and last rows only") {
+  const problem e = make("embedding", "37x5,4x25");
+  for (input_case c : all_cases) {
+    CAPTURE(to_string(c));
+    std::vector<host_tensor> ts = allocate(e);
+    generate_inputs(e, c, 99, ts);
+    REQUIRE(ts[1].type == dtype::i32);
+    std::set<std::int32_t> seen;
+    for (index_t i = 0; i < ts[1].span(); ++i) seen.insert(ts[1].get_i32(i));
+    CHECK(*seen.begin() >= 0);
+    CHECK(*seen.rbegin() < 37);
+    if (c == input_case::extremes) CHECK(seen == std::set<std::int32_t>{0, 36});
+    else CHECK(seen.size() > 20);  // 100 draws over 37 rows
+  }
+}
+
+TEST_CASE("every output is compared: values right and indices wrong fail, naming the output") {
+  problem p = make("topk", "7x50");
+  p.attrs["k"] = 3;
+  CHECK(validate(p, reference).all_passed);
+  auto index_off = [](const problem& q, std::vector<host_tensor>& ts) {
+    reference(q, ts);
+    ts[2].set_i32(4, ts[2].get_i32(4) + 1);
+  };
+  const report r = validate(p, index_off);
+  CHECK_FALSE(r.all_passed);
+  CHECK(r.cases[0].mismatches == 1);
+  CHECK(r.cases[0].first_bad == 4);
+  CHECK(r.cases[0].first_bad_output == "indices");
+  CHECK(r.to_json().find("\"first_bad_output\":\"indices\"") != std::string::npos);
+  auto values_only = [](const problem& q, std::vector<host_tensor>& ts) {
+    std::vector<host_tensor> full = ts;
+    reference(q, full);
+    ts[1] = full[1];  // the indices keep their poison (-1)
+  };
+  const report v = validate(p, values_only);
+  CHECK(v.num_passed == 0);
+  CHECK(v.cases[0].first_bad_output == "indices");
+  // Ties: the zeros case of k > 1 is informative (indices 0, 1, 2), argmax's is degenerate (every index 0).
+  suite_options zeros;
+  zeros.cases = {input_case::zeros};
+  CHECK_FALSE(validate(p, reference, zeros).cases[0].degenerate);
+  CHECK(validate(make("argmax", "7x50"), reference, zeros).cases[0].degenerate);
+  // Single-output ops report no output name.
+  CHECK(validate(make("gemm", "3x4x5"), [](const problem&, std::vector<host_tensor>&) {}).cases[0].first_bad_output.empty());
 }

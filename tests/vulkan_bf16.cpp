@@ -2,10 +2,11 @@
 // bits unchanged (upload, download, kv_append's copy), the kernels round their
 // f32 results to bf16 exactly as kforge's host bfloat16 (Eigen's) does, a
 // chain of ops on bf16 device tensors recorded into one stream matches Eigen
-// step by step, bf16 host data runs the bf16 kernels where the device has
-// 16-bit storage, and bf16 never picks the f16-only cooperative-matrix
-// kernels. With the validation layer on and zero messages. The fallback of a
+// step by step, embedding and topk move bf16 bits between device tensors,
+// bf16 host data runs the bf16 kernels where the device has 16-bit storage,
+// and bf16 never picks the f16-only cooperative-matrix kernels. With the validation layer on and zero messages. The fallback of a
 // device without 16-bit storage: tests/vulkan_bf16_fallback.cpp.
+#include "transformer_ops_checks.hpp"
 #include "vulkan_common.hpp"
 
 #include <kforge/validate.hpp>
@@ -239,6 +240,54 @@ TEST_CASE("vulkan a chain of ops on bf16 device tensors matches eigen at every s
   check_step("rope", rp, q0, q);
   check_step("causal attention", causal, q, k, v, o);
   check_step("decode attention", op::attention<T>{}, qd, k, v, od);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// The decoder's first and last ops on bf16 device tensors: embedding gathers
+// the table's rows bit for bit (NaN payloads too: a raw copy of T, never
+// kf_ld / kf_st), topk reads keys through kf_ld and copies the picked
+// values' bits; ids and indices are int32 tensors beside them. Host views:
+// tests/vulkan_transformer_ops.cpp.
+TEST_CASE("vulkan embedding and topk on bf16 device tensors move bits: gathered rows, picked values") {
+  KFT_NEED_DEVICE();
+  KFT_NEED_16BIT_STORAGE();
+  namespace tc = transformer_checks;
+  const index_t v = 512, d = 128, n = 5;
+  const std::vector<bfloat16> table = tc::every_bf16();
+  // Rows 0xff80.. (-Inf, then negative NaNs), 0x0080.. (small normals), 0x8080.. and 0x9600.. (negative
+  // normals), the first again; no row of denormals, which a GPU may flush when topk reads them as keys.
+  const std::vector<std::int32_t> ids{511, 1, 257, 300, 511};
+  auto dtab = vulkan::device_tensor<bfloat16>::from_host(*ctx, make_view(table, {v, d}));
+  auto dids = vulkan::device_tensor<std::int32_t>::from_host(*ctx, make_view(ids, {n}));
+  vulkan::device_tensor<bfloat16> drows(*ctx, {n, d});
+  run<policy::vulkan<>>(op::embedding<bfloat16>{}, dtab, dids, drows);
+  std::vector<bfloat16> want;
+  for (const std::int32_t id : ids) want.insert(want.end(), table.begin() + id * d, table.begin() + (id + 1) * d);
+  const std::vector<bfloat16> rows = drows.to_vector();
+  CHECK(std::memcmp(rows.data(), want.data(), 2 * want.size()) == 0);
+
+  // topk of those rows and of tied rows with NaNs (long rows split across workgroups), recorded
+  // into one stream with the embedding: values and indices as eigen's, bit for bit.
+  for (const auto& [r, len] : {std::pair<index_t, index_t>{3, 5000}, {1, 20001}}) {
+    CAPTURE(len);
+    const std::vector<bfloat16> x = tc::bf16_tied_rows(r, len, 9);
+    auto dx = vulkan::device_tensor<bfloat16>::from_host(*ctx, make_view(x, {r, len}));
+    vulkan::device_tensor<bfloat16> dv(*ctx, {r, 40}), arow_v(*ctx, {n, 1});
+    vulkan::device_tensor<std::int32_t> di(*ctx, {r, 40}), arow_i(*ctx, {n, 1});
+    vulkan::stream st(*ctx);
+    vulkan::record(st, op::embedding<bfloat16>{}, dtab, dids, drows);
+    vulkan::record(st, op::topk<bfloat16>{1}, drows, arow_v, arow_i);
+    vulkan::record(st, op::topk<bfloat16>{40}, dx, dv, di);
+    st.run();
+    std::vector<bfloat16> rv(static_cast<std::size_t>(r * 40)), av(static_cast<std::size_t>(n));
+    std::vector<std::int32_t> ri(rv.size()), ai(av.size());
+    run<policy::eigen>(op::topk<bfloat16>{40}, make_view(x, {r, len}), make_view(rv, {r, 40}), make_view(ri, {r, 40}));
+    run<policy::eigen>(op::topk<bfloat16>{1}, make_view(want, {n, d}), make_view(av, {n, 1}), make_view(ai, {n, 1}));
+    CHECK(di.to_vector() == ri);
+    CHECK(tc::bf16_bit_mismatches(dv.to_vector(), rv, true) == 0);
+    CHECK(arow_i.to_vector() == ai);
+    CHECK(tc::bf16_bit_mismatches(arow_v.to_vector(), av, true) == 0);
+  }
   KFT_NO_VALIDATION_MESSAGES();
 }
 

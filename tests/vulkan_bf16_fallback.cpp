@@ -3,7 +3,8 @@
 // context_options::use_16bit_storage = false, so any device plays one: host
 // bf16 data given to policy::vulkan<> is widened to f32, computed by the f32
 // kernels and rounded back (the bf16 catalog passes the validation suite
-// that way), while bf16 and f16 device tensors are refused with an
+// that way; embedding and topk give bf16 bits back, beside int32 ids and
+// indices), while bf16 and f16 device tensors are refused with an
 // unsupported_error that names the device. Validation layer on, zero messages.
 #include "policy_suite.hpp"
 #include "transformer_ops_checks.hpp"
@@ -45,6 +46,22 @@ TEST_CASE("vulkan without 16-bit storage: bf16 and f16 device tensors are refuse
   // The tuner's bf16 space is the f32 one.
   CHECK(vulkan::valid_configs(*ctx, dtype::bf16).size() == vulkan::valid_configs(*ctx, dtype::f32).size());
   CHECK(vulkan::valid_configs(*ctx, dtype::f16).empty());
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// embedding and topk take bf16 data and int32 ids or indices in one call: the
+// bf16 operands are widened, the int32 ones copied as they are.
+TEST_CASE("vulkan without 16-bit storage: embedding and topk of bf16 host data give the bf16 bits back") {
+  KFT_NEED_DEVICE();
+  REQUIRE(!ctx->info().storage_16bit);
+  namespace tc = transformer_checks;
+  vulkan::detail::call<bfloat16> c(vulkan::detail::call<bfloat16>::by_operand);
+  CHECK(c.dt == dtype::f32);
+  tc::check_embedding_values<policy::vulkan<>, bfloat16>();
+  tc::check_embedding_errors<policy::vulkan<>>();
+  tc::check_topk_order<policy::vulkan<>, bfloat16>();
+  tc::check_argmax_rows<policy::vulkan<>, bfloat16>();
+  tc::check_bf16_moved<policy::vulkan<>>(/*nan_payloads=*/false);  // f32 keeps a NaN a NaN, not its payload
   KFT_NO_VALIDATION_MESSAGES();
 }
 

@@ -6,6 +6,8 @@
 #if defined(KFORGE_HAS_VULKAN)
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <variant>
 
 #include <kforge/validate.hpp>
 #include <kforge/vulkan.hpp>
@@ -28,27 +30,28 @@ void with_view(host_tensor& t, F&& f) {
     case dtype::f32: return f(t.view<float>());
     case dtype::f16: return f(t.view<half>());
     case dtype::bf16: return f(t.view<bfloat16>());
+    case dtype::i32: return f(t.view<std::int32_t>());
     case dtype::f64: throw unsupported_error("kforge: f64 is not a kernel dtype");
   }
 }
 
-/// The device-resident timing of resident_timing's comment. D: the device
-/// element type of p.type (vulkan/problem.hpp, vulkan::device_dtype). Calls are recorded in batches
+/// The device-resident timing of resident_timing's comment: each operand a
+/// device tensor of its own element type as the device stores it
+/// (vulkan/problem.hpp, vulkan::device_dtype). Calls are recorded in batches
 /// that fit the stream's timestamp queries; each batch is submitted twice and
 /// the second submission is timed (the first warms pipelines, caches and
 /// clocks), as bench/vk_models.cpp does.
-template <class D>
 resident_timing time_resident(const problem& p, const std::vector<host_tensor>& given, int reps) {
   vulkan::context& ctx = vulkan::default_context();
   const auto specs = operands(p);
   std::vector<host_tensor> ts = given;
-  std::vector<vulkan::device_tensor<D>> dev;
-  for (const auto& sp : specs) dev.emplace_back(ctx, sp.dims);
+  std::vector<vulkan::device_operand> dev = vulkan::make_operands(ctx, p);
   resident_timing r;
   auto upload_inputs = [&] {
     vulkan::stream s(ctx);
     for (std::size_t i = 0; i < specs.size(); ++i)
-      if (!specs[i].is_output || specs[i].also_input) with_view(ts[i], [&](auto v) { dev[i].record_upload(s, v); });
+      if (!specs[i].is_output || specs[i].also_input)
+        with_view(ts[i], [&](auto v) { std::visit([&](auto& d) { d.record_upload(s, v); }, dev[i]); });
     s.run();
   };
   upload_inputs();  // first upload: allocates staging and wakes the queue; the timed one follows
@@ -92,19 +95,19 @@ resident_timing time_resident(const problem& p, const std::vector<host_tensor>& 
   r.cpu_s = cpu[cpu.size() / 2];
   r.samples = static_cast<int>(kernel.size());
 
-  // The output of one call from the initial operands, against the reference.
+  // The outputs of one call from the initial operands, against the reference.
   if (specs.back().also_input) upload_inputs();
   s.reset();
   vulkan::record_problem(s, p, dev);
   s.run();
-  host_tensor& out = ts.back();
   t0 = std::chrono::steady_clock::now();
-  with_view(out, [&](auto v) { dev.back().download(v); });
+  for (std::size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].is_output) with_view(ts[i], [&](auto v) { std::visit([&](auto& d) { d.download(v); }, dev[i]); });
   r.download_s = since(t0);
   std::vector<host_tensor> ref = given;
   execute<policy::eigen>(p, ref);
   const std::vector<host_tensor> inputs(given.begin(), given.end());
-  const case_result c = compare_outputs(p, out, ref.back(), error_scale(p, inputs, ref.back()));
+  const case_result c = compare_all_outputs(p, ts, ref, inputs);
   r.within_tolerance = c.passed;
   r.max_rel_err = c.max_rel_err;
   return r;
@@ -126,13 +129,7 @@ void register_vulkan(std::vector<policy_entry>& out) {
   e.execute = &execute<policy::vulkan<>>;
   e.unavailable = [] { return vulkan_problem(); };
   e.device_seconds = [] { return vulkan::last_call_seconds(); };  // the kernels' GPU time, no transfers
-  e.time_resident = [](const problem& p, const std::vector<host_tensor>& ts, int reps) {
-    switch (vulkan::device_dtype(vulkan::default_context().info(), p.type)) {
-      case dtype::f16: return time_resident<half>(p, ts, reps);
-      case dtype::bf16: return time_resident<bfloat16>(p, ts, reps);
-      default: return time_resident<float>(p, ts, reps);  // f32, and bf16 widened where 16-bit storage is missing
-    }
-  };
+  e.time_resident = &time_resident;
   try {
     e.detail = vulkan::default_context().info().name;
   } catch (const std::exception&) {

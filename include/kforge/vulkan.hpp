@@ -30,12 +30,14 @@
 #include "kforge/vulkan/attention.hpp"
 #include "kforge/vulkan/conv2d.hpp"
 #include "kforge/vulkan/elementwise.hpp"
+#include "kforge/vulkan/embedding.hpp"
 #include "kforge/vulkan/gated.hpp"
 #include "kforge/vulkan/gemm.hpp"
 #include "kforge/vulkan/kv_append.hpp"
 #include "kforge/vulkan/reduce.hpp"
 #include "kforge/vulkan/rope.hpp"
 #include "kforge/vulkan/rows.hpp"
+#include "kforge/vulkan/topk.hpp"
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif

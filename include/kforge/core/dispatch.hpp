@@ -14,6 +14,8 @@
 // instantiation that fails.
 #pragma once
 
+#include <cstddef>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -43,7 +45,36 @@ struct refuse {
 template <class Policy, class Op>
 concept supports = detail::impl<Policy, Op>::available;
 
-/// Runs op under Policy on the given tensors (inputs first, output last).
+// An op's operands, as its descriptor declares them: `arity` inputs, then
+// `outputs` outputs (1 unless it declares more: topk writes values and
+// indices), all of its value_type unless it lists each operand's element type
+// in `operand_types` (a std::tuple in call order: embedding's ids and topk's
+// indices are std::int32_t).
+namespace detail {
+template <class Op>
+constexpr int outputs_of() {
+  if constexpr (requires { Op::outputs; }) return Op::outputs;
+  else return 1;
+}
+template <class Op, std::size_t I>
+struct operand_type_of {
+  using type = typename Op::value_type;
+};
+template <class Op, std::size_t I>
+  requires requires { typename Op::operand_types; }
+struct operand_type_of<Op, I> {
+  using type = std::tuple_element_t<I, typename Op::operand_types>;
+};
+}  // namespace detail
+
+/// How many outputs Op writes (they follow its Op::arity inputs).
+template <class Op>
+inline constexpr int op_outputs_v = detail::outputs_of<Op>();
+/// The element type of Op's operand I (inputs, then outputs).
+template <class Op, std::size_t I>
+using op_operand_t = typename detail::operand_type_of<Op, I>::type;
+
+/// Runs op under Policy on the given tensors (inputs first, then the output(s)).
 template <class Policy, class Op, class... Args>
 void run(const Op& op, Args&&... args) {
   if constexpr (!supports<Policy, Op>) {

@@ -9,10 +9,12 @@
 //   family                         its name ("norm"), for messages
 //   ops()                          the op names it answers to, each with its SHAPE syntax
 //   shape_ok(p)                    whether p.dims / p.dims2 have the ranks SHAPE needs
-//   operands(p)                    operand roles and shapes: inputs in call order, then the output
+//   operands(p)                    operand roles, shapes and element types: inputs in call order,
+//                                  then the output (or the outputs, each marked is_output)
 //   options()                      the tool's options that set its parameters (default: none)
 //   describe(p)                    its parameters in words for reports (default: "")
 //   flops(p), compute_bound        work of one call (default: one per input element; memory-bound)
+//   bytes(p)                       memory a call must move (default: every operand once)
 //   with_op<T>(p, f)               calls f with the typed descriptor p stands for
 //   problem_of(op, views...)       the inverse: the problem a typed call stands for
 //   magnitudes(p), inf_inputs      the validation inputs' large and extreme magnitudes; whether
@@ -26,6 +28,11 @@
 //                                  every extent > 1 made a different odd number)
 //   mutation_problem(op)           a small problem with every feature the mutants of its kernel touch
 //
+// A family whose outputs are copies of its inputs' elements derives from
+// copy_traits_base<Self> instead, which also supplies magnitudes and
+// error_scale. detail::rows_contract / rows_launch are the contract and
+// launch of kernels that work through rows of the last axis.
+//
 // ops/registry.hpp lists the families; adding an op means its descriptor,
 // its traits and that list entry, its Eigen reference, and one
 // implementation per backend (docs/DESIGN.md, "Adding an op").
@@ -37,6 +44,7 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -87,7 +95,7 @@ struct push_field {
 /// bind, size and dispatch it without knowing anything else about it
 /// (docs/KERNEL_CONTRACT.md is the prose version).
 struct kernel_contract {
-  std::vector<std::string> bindings;  ///< names in binding order; the last is the output
+  std::vector<std::string> bindings;  ///< names in binding order: operands(p)'s, inputs then outputs
   std::vector<push_field> push;       ///< in declaration order
   std::uint32_t push_bytes = 0;       ///< filled by the registry from `push`
   bool tile_2d = false;               ///< ids 1 (TILE_M) and 2 (TILE_N) required
@@ -174,6 +182,12 @@ struct traits_base {
   static std::string describe(const problem&) { return ""; }
   static std::string record_params(const problem&) { return ""; }
   static double flops(const problem& p) { return static_cast<double>(Self::operands(p).front().dims.numel()); }
+  static double bytes(const problem& p) {
+    double b = 0;
+    for (const operand_spec& o : Self::operands(p))
+      b += static_cast<double>(o.dims.numel()) * static_cast<double>(size_of(operand_type(p, o)));
+    return b;
+  }
 
   /// An odd extent different from d (not a multiple of any power-of-two
   /// tile); 1 stays 1 (it carries broadcasting).
@@ -192,8 +206,67 @@ struct traits_base {
 
   /// operand_spec helpers for operands(): a dense row-major operand.
   static operand_spec operand(std::string name, shape dims, bool gets_specials = false) {
-    return {std::move(name), dims, row_major_strides(dims), false, false, gets_specials};
+    operand_spec o;
+    o.name = std::move(name);
+    o.dims = dims;
+    o.strides = row_major_strides(dims);
+    o.gets_specials = gets_specials;
+    return o;
+  }
+  /// An i32 input of row ids into a table of `rows` rows (the suite draws them in [0, rows)).
+  static operand_spec ids_input(std::string name, shape dims, index_t rows) {
+    operand_spec o = operand(std::move(name), dims);
+    o.type = dtype::i32;
+    o.id_bound = rows;
+    return o;
+  }
+  /// An output; `type` where it is not the problem's (dtype::i32 for indices).
+  static operand_spec output(std::string name, shape dims, std::optional<dtype> type = std::nullopt) {
+    operand_spec o = operand(std::move(name), dims);
+    o.is_output = true;
+    o.type = type;
+    return o;
   }
 };
+
+/// The defaults of a family whose outputs are copies of input elements
+/// (kv_append, embedding, topk; their tolerances are exact): inputs of any
+/// finite value, up to the type's largest, and an error scale of 1 for every
+/// output element.
+template <class Self>
+struct copy_traits_base : traits_base<Self> {
+  static case_magnitudes magnitudes(const problem& p) {
+    const double mx = max_finite(p.type);
+    return {p.type == dtype::f16 ? 1e4 : 1e30, mx / 4, mx / 2};
+  }
+  static std::vector<double> error_scale(const problem&, const std::vector<host_tensor>&, const host_tensor& ref,
+                                         const linear_scale_fn&) {
+    return std::vector<double>(static_cast<std::size_t>(ref.dims.numel()), 1.0);
+  }
+};
+
+namespace detail {
+/// The contract row of kernels that give each workgroup TILE rows of the
+/// last axis (softmax, the norms, topk): push `rows` (all dims but the last),
+/// then the row length (`cols` unless the op names it), then the op's own
+/// fields, which it appends.
+inline kernel_contract rows_contract(std::vector<std::string> bindings, push_field cols = {"cols", "uint", "last dim"}) {
+  kernel_contract c;
+  c.bindings = std::move(bindings);
+  c.push = {{"rows", "uint", "rows (all dims but the last)"}, std::move(cols)};
+  c.tile_1d_optional = true;
+  c.tile_meaning = "rows per workgroup (default 1)";
+  c.grid_rule = "G = ceil(rows / TILE) workgroups";
+  return c;
+}
+/// Their launch: rows and the row length pushed; the op puts its own fields after.
+inline launch rows_launch(const problem& p, const launch_tiles& t) {
+  const index_t cols = p.dims.back(), rows = cols ? p.dims.numel() / cols : 0;
+  launch l;
+  l.put_u32(rows, "rows"), l.put_u32(cols, "cols");
+  l.grid = launch::flat_grid(launch::ceil_div(static_cast<std::uint64_t>(rows), t.tile ? t.tile : 1));
+  return l;
+}
+}  // namespace detail
 
 }  // namespace kforge

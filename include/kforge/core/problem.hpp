@@ -7,8 +7,11 @@
 
 #include <array>
 #include <cstddef>
+#include <cstdint>
+#include <cstring>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,14 +72,27 @@ inline shape parse_dims(std::string_view s) {
   return out;
 }
 
-/// Shape, strides and role of one operand of a problem.
+/// Shape, strides, role and element type of one operand of a problem.
+///
+/// Operands come in call order: the inputs, then the outputs. A family whose
+/// op has one output marks none (validate/problem.hpp's operands() marks the
+/// last); one with several (topk: values, indices) marks each of them.
 struct operand_spec {
   std::string name;
   shape dims, strides;
   bool is_output = false;
   bool also_input = false;  ///< the output is read too (gemm with beta != 0)
   bool gets_specials = false;  ///< receives NaN/Inf in the nan_inf case
+  /// The element type where it is not the problem's: dtype::i32 for ids and
+  /// indices. Empty: p.type (every operand of the float ops).
+  std::optional<dtype> type;
+  /// An i32 input holding row ids of a table of `id_bound` rows: the suite
+  /// draws every element in [0, id_bound) (embedding's ids).
+  index_t id_bound = 0;
 };
+
+/// The element type of operand o of problem p.
+inline dtype operand_type(const problem& p, const operand_spec& o) { return o.type.value_or(p.type); }
 
 /// An owning host buffer for one operand (its storage covers the strides).
 struct host_tensor {
@@ -101,13 +117,15 @@ struct host_tensor {
     check<T>();
     return tensor_view<const T>(reinterpret_cast<const T*>(storage.data()), dims, strides);
   }
-  /// Element i of the storage (not of the logical shape) as float.
+  /// Element i of the storage (not of the logical shape) as float (i32:
+  /// exact up to 2^24; get_i32 reads integers exactly).
   float get(index_t i) const {
     switch (type) {
       case dtype::f32: return reinterpret_cast<const float*>(storage.data())[i];
       case dtype::f16: return static_cast<float>(reinterpret_cast<const half*>(storage.data())[i]);
       case dtype::bf16: return static_cast<float>(reinterpret_cast<const bfloat16*>(storage.data())[i]);
       case dtype::f64: return static_cast<float>(reinterpret_cast<const double*>(storage.data())[i]);
+      case dtype::i32: return static_cast<float>(get_i32(i));
     }
     return 0;
   }
@@ -117,7 +135,19 @@ struct host_tensor {
       case dtype::f16: reinterpret_cast<half*>(storage.data())[i] = half(v); break;
       case dtype::bf16: reinterpret_cast<bfloat16*>(storage.data())[i] = bfloat16(v); break;
       case dtype::f64: reinterpret_cast<double*>(storage.data())[i] = v; break;
+      case dtype::i32: set_i32(i, static_cast<std::int32_t>(v)); break;
     }
+  }
+  /// Element i of an i32 tensor's storage, exactly.
+  std::int32_t get_i32(index_t i) const {
+    check<std::int32_t>();
+    std::int32_t v;
+    std::memcpy(&v, storage.data() + static_cast<std::size_t>(i) * 4, 4);
+    return v;
+  }
+  void set_i32(index_t i, std::int32_t v) {
+    check<std::int32_t>();
+    std::memcpy(storage.data() + static_cast<std::size_t>(i) * 4, &v, 4);
   }
   /// Storage offsets of the logical elements, in row-major order of dims.
   std::vector<index_t> offsets() const {

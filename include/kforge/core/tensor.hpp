@@ -92,7 +92,7 @@ template <class T>
 struct tensor_view {
   using element_type = T;
   using value_type = std::remove_const_t<T>;
-  static_assert(storage_type<value_type>, "kforge::tensor_view: element type must be float, half, bfloat16 or double");
+  static_assert(storage_type<value_type>, "kforge::tensor_view: element type must be float, half, bfloat16, double or std::int32_t");
 
   T* data = nullptr;
   kforge::shape dims;

@@ -11,6 +11,7 @@
 #include "kforge/cpu/config.hpp"
 #include "kforge/cpu/conv2d.hpp"
 #include "kforge/cpu/elementwise.hpp"
+#include "kforge/cpu/embedding.hpp"
 #include "kforge/cpu/gated.hpp"
 #include "kforge/cpu/gemm.hpp"
 #include "kforge/cpu/isa.hpp"
@@ -19,3 +20,4 @@
 #include "kforge/cpu/rope.hpp"
 #include "kforge/cpu/softmax.hpp"
 #include "kforge/cpu/thread_pool.hpp"
+#include "kforge/cpu/topk.hpp"

@@ -84,26 +84,14 @@ inline void softmax_row(const float* x, float* y, index_t n, float* __restrict e
   using S = simd_native;
   using V = S::reg;
   constexpr int W = S::width;
-  constexpr float ninf = -std::numeric_limits<float>::infinity();
-  // NaN-propagating max: a lane that has seen a NaN keeps it.
-  V m0 = S::set1(ninf), m1 = m0;
-  index_t j = 0;
-  for (; j + 2 * W <= n; j += 2 * W) {
-    const V a = S::load(x + j), b = S::load(x + j + W);
-    m0 = ((a > m0) | (a != a)) ? a : m0;
-    m1 = ((b > m1) | (b != b)) ? b : m1;
-  }
-  alignas(64) float lanes[2 * W];
-  S::store(lanes, m0);
-  S::store(lanes + W, m1);
-  float mx = ninf;
-  for (int l = 0; l < 2 * W; ++l) mx = math::nan_max(mx, lanes[l]);
-  for (; j < n; ++j) mx = math::nan_max(mx, x[j]);
+  const float mx = row_nan_max(x, n);
   // exp(x - mx): an all -inf row gives exp(NaN) and a +inf gives
   // exp(inf - inf) = NaN, so those rows are NaN, as in the reference.
   const V vm = S::set1(mx);
   V s0 = S::zero(), s1 = S::zero();
-  for (j = 0; j + 2 * W <= n; j += 2 * W) {
+  index_t j = 0;
+  alignas(64) float lanes[W];
+  for (; j + 2 * W <= n; j += 2 * W) {
     const V a = vexp(S::load(x + j) - vm), b = vexp(S::load(x + j + W) - vm);
     S::store(e + j, a);
     S::store(e + j + W, b);

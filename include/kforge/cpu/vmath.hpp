@@ -199,6 +199,29 @@ KFORGE_CPU_INLINE T from_f32(float v) {
   } else return static_cast<T>(v);
 }
 
+/// The NaN-propagating max of x[0, n) (-Inf for n = 0), in two registers of
+/// lanes: a lane that has seen a NaN keeps it.
+inline float row_nan_max(const float* __restrict x, std::int64_t n) {
+  using S = simd_native;
+  using V = S::reg;
+  constexpr int W = S::width;
+  constexpr float ninf = -std::numeric_limits<float>::infinity();
+  V m0 = S::set1(ninf), m1 = m0;
+  std::int64_t j = 0;
+  for (; j + 2 * W <= n; j += 2 * W) {
+    const V a = S::load(x + j), b = S::load(x + j + W);
+    m0 = ((a > m0) | (a != a)) ? a : m0;
+    m1 = ((b > m1) | (b != b)) ? b : m1;
+  }
+  alignas(64) float lanes[2 * W];
+  S::store(lanes, m0);
+  S::store(lanes + W, m1);
+  float mx = ninf;
+  for (int l = 0; l < 2 * W; ++l) mx = math::nan_max(mx, lanes[l]);
+  for (; j < n; ++j) mx = math::nan_max(mx, x[j]);
+  return mx;
+}
+
 /// dst[i] = float(src[i * stride]) for i < n.
 template <class T>
 inline void load_row(const T* __restrict src, std::int64_t stride, std::int64_t n, float* __restrict dst) {

@@ -4,9 +4,10 @@
 // prose version of this table; contract_text() is what prompts quote.
 //
 // Every kernel: set 0, storage buffers at bindings 0..n-1 (inputs in call
-// order, then the output), all dense row-major, element type `float` (f32 and
-// bf16 problems; bf16 is widened to f32 on upload) or `float16_t` (f16, with
-// GL_EXT_shader_16bit_storage); inputs declared `readonly`; one push-constant
+// order, then the output or outputs), all dense row-major, element type
+// `float` (f32 and bf16 problems; bf16 is widened to f32 on upload) or
+// `float16_t` (f16, with GL_EXT_shader_16bit_storage), `int` for integer
+// operands (ids, indices); inputs declared `readonly`; one push-constant
 // block laid out exactly as listed; `layout(local_size_x_id = 0) in;` plus a
 // literal default `layout(local_size_x = N) in;` (y = z = 1); and, where the
 // family has one, its per-workgroup output tile as specialization constants
@@ -64,8 +65,8 @@ inline launch make_launch(const problem& p, std::uint32_t local_size, std::uint3
   return l;
 }
 
-/// GLSL storage type of a problem's buffers.
-inline std::string glsl_storage_type(dtype t) { return is_f16_device(t) ? "float16_t" : "float"; }
+/// GLSL storage type of a buffer of element type t (a problem's float type, or i32).
+inline std::string glsl_storage_type(dtype t) { return t == dtype::i32 ? "int" : is_f16_device(t) ? "float16_t" : "float"; }
 
 /// The op's meaning in words, for prompts and docs.
 inline std::string semantics(const problem& p) { return family_of(p).semantics(p); }
@@ -77,10 +78,15 @@ inline std::string contract_text(const problem& p) {
   std::string s = "Kernel contract for " + p.op + " (" + std::string(to_string(p.type)) + "):\n";
   s += "- `#version 450`, one compute shader, entry point main.\n";
   if (is_f16_device(p.type)) s += "- `#extension GL_EXT_shader_16bit_storage : require`; buffers hold float16_t, compute in float.\n";
-  s += "- Storage buffers, std430, set 0, element type " + T + ", dense row-major; inputs `readonly`:\n";
-  for (std::size_t b = 0; b < c.bindings.size(); ++b)
-    s += "    binding " + std::to_string(b) + ": " + c.bindings[b] +
-         (b + 1 == c.bindings.size() ? " (output, written)" : " (input, readonly)") + "\n";
+  s += "- Storage buffers, std430, set 0, element type " + T + " unless listed otherwise, dense row-major; inputs "
+       "`readonly`:\n";
+  const auto specs = operands(p);
+  for (std::size_t b = 0; b < c.bindings.size(); ++b) {
+    const bool out = b < specs.size() ? specs[b].is_output : b + 1 == c.bindings.size();
+    const dtype t = b < specs.size() ? operand_type(p, specs[b]) : p.type;
+    s += "    binding " + std::to_string(b) + ": " + c.bindings[b] + (out ? " (output, written" : " (input, readonly") +
+         (t == dtype::i32 ? ", element type int)" : ")") + "\n";
+  }
   s += "  No other descriptors (no uniform buffers, images or samplers).\n";
   s += "- One push-constant block of exactly " + std::to_string(c.push_bytes) + " bytes, members in this order:\n";
   s += "    layout(push_constant) uniform Push {";

@@ -124,16 +124,20 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   std::string lost_reason;
   const executor candidate = [&](const problem& p, std::vector<host_tensor>& ts) {
     try {
-      std::vector<host_tensor> again = ts;  // same inputs and the same poisoned output
+      std::vector<host_tensor> again = ts;  // same inputs and the same poisoned outputs
       k->run(p, ts);
       k->run(p, again);
-      const auto& a = ts.back().storage;
-      const auto& b = again.back().storage;
-      if (a.size() != b.size() || std::memcmp(a.data(), b.data(), a.size()) != 0) {
-        std::size_t first = 0;
-        while (first < a.size() && a[first] == b[first]) ++first;
-        throw nondeterminism_error("kforge::gen: two runs on the same inputs differ (first at byte " +
-                                   std::to_string(first) + "); the kernel must be deterministic");
+      const auto specs = operands(p);
+      for (std::size_t i = 0; i < specs.size(); ++i) {
+        if (!specs[i].is_output) continue;
+        const auto& a = ts[i].storage;
+        const auto& b = again[i].storage;
+        if (a.size() != b.size() || std::memcmp(a.data(), b.data(), a.size()) != 0) {
+          std::size_t first = 0;
+          while (first < a.size() && a[first] == b[first]) ++first;
+          throw nondeterminism_error("kforge::gen: two runs on the same inputs differ (output " + specs[i].name +
+                                     ", first at byte " + std::to_string(first) + "); the kernel must be deterministic");
+        }
       }
     } catch (const vulkan::device_lost& e) {
       lost = true;

@@ -112,15 +112,23 @@ void run_generated(const Op& op, const V&... views) {
   auto pack = [&](const auto& v) {
     host_tensor& h = ts[i++];
     expect_shape(Op::name, "operand " + std::to_string(i), h.dims, v.dims);
-    eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { h.set(e, static_cast<float>(v.data[off])); });
+    using E = std::remove_const_t<typename std::remove_cvref_t<decltype(v)>::element_type>;
+    const tensor_view<E> dense = h.template view<E>();  // the operand's own type: ids and indices stay exact
+    eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { dense.data[e] = v.data[off]; });
   };
   (pack(views), ...);
   // The output is read when gemm has beta != 0; it was packed above like the inputs.
   execute_generated(p, ts);
-  const auto& out = std::get<sizeof...(V) - 1>(std::tie(views...));
-  using O = std::remove_const_t<typename std::remove_cvref_t<decltype(out)>::element_type>;
-  eigen::for_each_offset(out.dims, out.strides,
-                         [&](index_t e, index_t off) { out.data[off] = static_cast<O>(ts.back().get(e)); });
+  i = 0;
+  auto unpack = [&](const auto& v) {
+    const host_tensor& h = ts[i++];
+    using E = typename std::remove_cvref_t<decltype(v)>::element_type;
+    if constexpr (!std::is_const_v<E>) {
+      const tensor_view<const E> dense = h.template view<E>();
+      eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = dense.data[e]; });
+    }
+  };
+  (unpack(views), ...);  // the outputs: every mutable view
 }
 
 }  // namespace detail

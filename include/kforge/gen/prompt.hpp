@@ -67,7 +67,8 @@ inline std::string user_prompt(const problem& p, const device_facts& d, const st
   s += "Semantics: " + semantics(p) + "\n";
   if (!source_spec.empty()) s += "Reference definition (PyTorch style):\n```python\n" + source_spec + "\n```\n";
   s += "Operand shapes:";
-  for (const auto& o : operands(p)) s += " " + o.name + " " + o.dims.str();
+  for (const auto& o : operands(p))
+    s += " " + o.name + " " + o.dims.str() + (operand_type(p, o) == dtype::i32 ? " (int)" : "");
   s += "\nElement type: " + std::string(to_string(p.type)) + " (buffers hold " + glsl_storage_type(p.type) + ")\n";
   s += "The kernel will also be run on other shapes of the same op (sizes that are not multiples of any tile), with "
        "sizes given only by the push constants: do not hard-code the shapes above.\n\n";

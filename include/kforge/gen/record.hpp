@@ -139,12 +139,15 @@ inline std::string dims_part(const shape& s) {
 /// "c_gemm_i64x40-40x48_o64x48_f32" — the name without the hash.
 inline std::string record_prefix(bool correct, const problem& p) {
   const auto ops = operands(p);
-  std::string in;
-  for (std::size_t i = 0; i + 1 < ops.size(); ++i) in += (i ? "-" : "") + detail::dims_part(ops[i].dims);
+  std::string in, out;
+  for (const auto& o : ops) {
+    std::string& part = o.is_output ? out : in;
+    part += (part.empty() ? "" : "-") + detail::dims_part(o.dims);
+  }
   std::string params = std::string(to_string(p.type));
   params += family_of(p).record_params(p);
-  return std::string(correct ? "c" : "r") + "_" + detail::name_part(p.op) + "_i" + in + "_o" +
-         detail::dims_part(ops.back().dims) + "_" + detail::name_part(params);
+  return std::string(correct ? "c" : "r") + "_" + detail::name_part(p.op) + "_i" + in + "_o" + out + "_" +
+         detail::name_part(params);
 }
 
 /// The record's file name (see the header comment).

@@ -87,6 +87,10 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
                                   ": kernel declares " + kernel + ", contract requires " + contract);
   };
   const std::uint32_t n = static_cast<std::uint32_t>(c.bindings.size());
+  const auto specs = operands(p);
+  if (specs.size() != n)
+    throw error("kforge::gen: internal: " + p.op + " has " + std::to_string(specs.size()) + " operands and " +
+                std::to_string(n) + " contract bindings");
   std::vector<bool> seen(n, false);
   const bool f16 = is_f16_device(p.type);
   for (const auto& sb : res.storage_buffers) {
@@ -97,21 +101,23 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
            "set 0, bindings 0.." + std::to_string(n - 1) + " each once");
     seen[b] = true;
     const bool readonly = comp.get_buffer_block_flags(sb.id).get(spv::DecorationNonWritable);
-    const bool is_output = b + 1 == n;
-    if (is_output && readonly) fail("binding " + std::to_string(b) + " (" + c.bindings[b] + ")", "readonly", "writable (it is the output)");
+    const bool is_output = specs[b].is_output;
+    if (is_output && readonly) fail("binding " + std::to_string(b) + " (" + c.bindings[b] + ")", "readonly", "writable (it is an output)");
     if (!is_output && !readonly)
       fail("binding " + std::to_string(b) + " (" + c.bindings[b] + ")", "a writable buffer", "readonly (it is an input)");
     const auto& block = comp.get_type(sb.base_type_id);
+    const bool integer = operand_type(p, specs[b]) == dtype::i32;
     bool elem_ok = false;
     if (block.member_types.size() == 1) {
       const auto& m = comp.get_type(block.member_types[0]);
       elem_ok = m.array.size() == 1 && m.array[0] == 0 &&
-                (f16 ? (m.basetype == spirv_cross::SPIRType::Half && m.width == 16)
-                     : (m.basetype == spirv_cross::SPIRType::Float && m.width == 32));
+                (integer ? ((m.basetype == spirv_cross::SPIRType::Int || m.basetype == spirv_cross::SPIRType::UInt) && m.width == 32)
+                 : f16   ? (m.basetype == spirv_cross::SPIRType::Half && m.width == 16)
+                         : (m.basetype == spirv_cross::SPIRType::Float && m.width == 32));
     }
     if (!elem_ok)
       fail("binding " + std::to_string(b) + " (" + c.bindings[b] + ")", "another block layout",
-           "exactly one member, a runtime array of " + glsl_storage_type(p.type));
+           "exactly one member, a runtime array of " + glsl_storage_type(operand_type(p, specs[b])));
   }
   for (std::uint32_t b = 0; b < n; ++b)
     if (!seen[b])
@@ -176,7 +182,7 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
   return r;
 }
 
-/// Element size of a problem's buffers on the device (bf16 travels as f32).
+/// Element size of an operand's buffer on the device (bf16 travels as f32).
 inline std::size_t device_elem_size(dtype t) { return is_f16_device(t) ? 2 : 4; }
 
 /// A compiled, checked kernel ready to run on one context.
@@ -195,9 +201,9 @@ class kernel_runner {
   const kernel_reflection& reflection() const { return refl_; }
   const std::vector<std::uint32_t>& spirv() const { return spirv_; }
 
-  /// Runs the kernel on host tensors (inputs in call order, output last; the
-  /// output's current contents are uploaded too, so poison stays where the
-  /// kernel does not write). Throws out_of_bounds_error, vulkan::device_lost.
+  /// Runs the kernel on host tensors (inputs in call order, then the outputs;
+  /// the outputs' current contents are uploaded too, so poison stays where
+  /// the kernel does not write). Throws out_of_bounds_error, vulkan::device_lost.
   void run(const problem& p, std::vector<host_tensor>& ts) { run_impl(p, ts, 1, nullptr); }
 
   /// Median GPU (or wall) time in ms of `reps` back-to-back dispatches.
@@ -219,9 +225,10 @@ class kernel_runner {
   };
 
   /// Input guards hold a quiet NaN whose payload names the buffer, so a read
-  /// past the end poisons results; the output's guards hold a finite
-  /// sentinel instead, so that even a kernel that copies an input's guard
-  /// (NaN in, NaN out) into the output's guard changes its bits.
+  /// past the end poisons results (in an i32 buffer the same bits are an id
+  /// far out of range); outputs' guards hold a finite sentinel instead, so
+  /// that even a kernel that copies an input's guard (NaN in, NaN out) into
+  /// an output's guard changes its bits.
   static void fill_pattern(std::uint8_t* p, std::size_t bytes, bool f16, bool output, std::size_t index) {
     const std::uint32_t f = output ? 0x4b5a5a5au : 0x7fc0a500u | static_cast<std::uint32_t>(index & 0xff);
     const std::uint16_t h = output ? std::uint16_t(0x5a5a) : static_cast<std::uint16_t>(0x7e00u | (index & 0xff));
@@ -235,10 +242,8 @@ class kernel_runner {
                            std::to_string(ts.size()));
     if (p.a_col_major || p.b_col_major)
       throw unsupported_error("kforge::gen: generated kernels take dense row-major operands only");
-    const bool f16 = is_f16_device(p.type);
-    const std::size_t es = device_elem_size(p.type);
+    const auto specs = operands(p);
     const std::size_t align = std::max<std::size_t>(16, ctx_->info().min_storage_offset_alignment);
-    const std::size_t guard = (256 * es + align - 1) / align * align;
     const launch l = make_launch(p, refl_.local_size, refl_.tile_m, refl_.tile_n, refl_.tile);
 
     std::vector<guarded> bufs(ts.size());
@@ -247,22 +252,23 @@ class kernel_runner {
       host_tensor& h = ts[i];
       if (h.span() != h.dims.numel())
         throw unsupported_error("kforge::gen: operand " + c.bindings[i] + " is not dense row-major");
+      const bool f16 = is_f16_device(h.type);
+      const std::size_t es = device_elem_size(h.type);
       guarded& g = bufs[i];
-      g.guard = guard;
+      g.guard = (256 * es + align - 1) / align * align;
       g.body = static_cast<std::size_t>(h.dims.numel()) * es;
-      const std::size_t total = 2 * guard + (g.body + align - 1) / align * align;
+      const std::size_t total = 2 * g.guard + (g.body + align - 1) / align * align;
       g.dev = ctx_->device_memory().allocate(total);
       g.staging = ctx_->staging_memory().allocate(total);
       auto* m = static_cast<std::uint8_t*>(g.staging.mapped());
-      fill_pattern(m, total, f16, i + 1 == ts.size(), i);
-      for (index_t e = 0; e < h.dims.numel(); ++e) {
-        const float v = h.get(e);
-        if (f16) {
-          const half hv(v);
-          std::memcpy(m + guard + static_cast<std::size_t>(e) * 2, &hv, 2);
-        } else {
-          std::memcpy(m + guard + static_cast<std::size_t>(e) * 4, &v, 4);
+      fill_pattern(m, total, f16, specs[i].is_output, i);
+      if (h.type == dtype::bf16) {  // widened to f32 on the device
+        for (index_t e = 0; e < h.dims.numel(); ++e) {
+          const float v = h.get(e);
+          std::memcpy(m + g.guard + static_cast<std::size_t>(e) * 4, &v, 4);
         }
+      } else if (g.body) {  // f32, f16 and i32 travel as they are stored
+        std::memcpy(m + g.guard, h.storage.data(), g.body);
       }
       g.written.assign(m, m + total);
       s.copy(g.staging.ref(), g.dev.ref(), total);
@@ -270,7 +276,8 @@ class kernel_runner {
     std::vector<vulkan::binding> binds;
     for (std::size_t i = 0; i < bufs.size(); ++i) {
       const auto& r = bufs[i].dev.ref();
-      binds.push_back({vulkan::buffer_ref{r.buffer, r.offset + guard, bufs[i].body + guard}, i + 1 == bufs.size()});
+      binds.push_back({vulkan::buffer_ref{r.buffer, r.offset + bufs[i].guard, bufs[i].body + bufs[i].guard},
+                       specs[i].is_output});
     }
     const bool empty = l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0;
     if (!empty)
@@ -288,8 +295,8 @@ class kernel_runner {
     for (std::size_t i = 0; i < bufs.size(); ++i) {
       const guarded& g = bufs[i];
       const auto* m = static_cast<const std::uint8_t*>(g.staging.mapped());
-      const bool is_out = i + 1 == bufs.size();
-      const std::size_t total = g.written.size();
+      const bool is_out = specs[i].is_output;
+      const std::size_t total = g.written.size(), guard = g.guard, es = device_elem_size(ts[i].type);
       for (std::size_t b = 0; b < total; ++b) {
         const bool in_body = b >= guard && b < guard + g.body;
         if (in_body && is_out) continue;
@@ -304,17 +311,18 @@ class kernel_runner {
         }
       }
     }
-    host_tensor& out = ts.back();
-    const auto* m = static_cast<const std::uint8_t*>(bufs.back().staging.mapped()) + guard;
-    for (index_t e = 0; e < out.dims.numel(); ++e) {
-      if (f16) {
-        half hv;
-        std::memcpy(&hv, m + static_cast<std::size_t>(e) * 2, 2);
-        out.set(e, static_cast<float>(hv));
-      } else {
-        float v;
-        std::memcpy(&v, m + static_cast<std::size_t>(e) * 4, 4);
-        out.set(e, v);
+    for (std::size_t i = 0; i < bufs.size(); ++i) {
+      if (!specs[i].is_output) continue;
+      host_tensor& out = ts[i];
+      const auto* m = static_cast<const std::uint8_t*>(bufs[i].staging.mapped()) + bufs[i].guard;
+      if (out.type == dtype::bf16) {
+        for (index_t e = 0; e < out.dims.numel(); ++e) {
+          float v;
+          std::memcpy(&v, m + static_cast<std::size_t>(e) * 4, 4);
+          out.set(e, v);
+        }
+      } else if (bufs[i].body) {
+        std::memcpy(out.storage.data(), m, bufs[i].body);
       }
     }
   }

@@ -13,7 +13,7 @@
 
 namespace kforge {
 
-struct kv_append_traits : traits_base<kv_append_traits> {
+struct kv_append_traits : copy_traits_base<kv_append_traits> {
   static constexpr std::string_view family = "kv_append";
   static constexpr std::string_view shape_syntax = "BxTxHxD,Lmax";
 
@@ -62,15 +62,6 @@ struct kv_append_traits : traits_base<kv_append_traits> {
     return p;
   }
 
-  /// A copy: any finite value, up to the type's largest.
-  static case_magnitudes magnitudes(const problem& p) {
-    const double mx = max_finite(p.type);
-    return {p.type == dtype::f16 ? 1e4 : 1e30, mx / 4, mx / 2};
-  }
-  static std::vector<double> error_scale(const problem&, const std::vector<host_tensor>&, const host_tensor& ref,
-                                         const linear_scale_fn&) {
-    return std::vector<double>(static_cast<std::size_t>(ref.dims.numel()), 1.0);
-  }
   static tolerance tolerance_of(const problem&) { return kv_append_tolerance(); }
 
   static kernel_contract contract(const problem&) {

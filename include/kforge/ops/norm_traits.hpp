@@ -13,25 +13,6 @@
 #include "kforge/ops/softmax.hpp"
 
 namespace kforge {
-namespace detail {
-/// The contract row and launch of one-row-per-work-item kernels.
-inline kernel_contract rows_contract(std::vector<std::string> bindings) {
-  kernel_contract c;
-  c.bindings = std::move(bindings);
-  c.push = {{"rows", "uint", "rows (all dims but the last)"}, {"cols", "uint", "last dim"}};
-  c.tile_1d_optional = true;
-  c.tile_meaning = "rows per workgroup (default 1)";
-  c.grid_rule = "G = ceil(rows / TILE) workgroups";
-  return c;
-}
-inline launch rows_launch(const problem& p, const launch_tiles& t) {
-  const index_t cols = p.dims.back(), rows = cols ? p.dims.numel() / cols : 0;
-  launch l;
-  l.put_u32(rows, "rows"), l.put_u32(cols, "cols");
-  l.grid = launch::flat_grid(launch::ceil_div(static_cast<std::uint64_t>(rows), t.tile ? t.tile : 1));
-  return l;
-}
-}  // namespace detail
 
 struct softmax_traits : traits_base<softmax_traits> {
   static constexpr std::string_view family = "softmax";

@@ -16,12 +16,14 @@
 #include "kforge/ops/attention_traits.hpp"
 #include "kforge/ops/conv2d_traits.hpp"
 #include "kforge/ops/elementwise_traits.hpp"
+#include "kforge/ops/embedding_traits.hpp"
 #include "kforge/ops/gated_traits.hpp"
 #include "kforge/ops/gemm_traits.hpp"
 #include "kforge/ops/kv_append_traits.hpp"
 #include "kforge/ops/norm_traits.hpp"
 #include "kforge/ops/reduce_traits.hpp"
 #include "kforge/ops/rope_traits.hpp"
+#include "kforge/ops/topk_traits.hpp"
 
 namespace kforge {
 
@@ -31,7 +33,7 @@ struct type_list {};
 /// Every op family, in the order the tool lists their ops.
 using op_families = type_list<gemm_traits, unary_traits, binary_traits, reduce_traits, softmax_traits, norm_traits,
                               conv2d_traits, attention_traits, rope_traits, gated_traits,
-                              kv_append_traits>;
+                              kv_append_traits, embedding_traits, topk_traits>;
 
 /// A family's traits as run-time function pointers (the typed members,
 /// with_op and problem_of, are reached through visit_family / traits_of).
@@ -44,6 +46,7 @@ struct family_table {
   std::span<const cli_option> (*options)();
   std::string (*describe)(const problem&);
   double (*flops)(const problem&);
+  double (*bytes)(const problem&);
   case_magnitudes (*magnitudes)(const problem&);
   std::vector<double> (*error_scale)(const problem&, const std::vector<host_tensor>&, const host_tensor&,
                                      const linear_scale_fn&);
@@ -64,11 +67,11 @@ inline constexpr char family_id = 0;
 
 template <class F>
 const family_table& table_of() {
-  static const family_table t{F::family,       F::shape_syntax,     F::compute_bound,  F::inf_inputs, &F::ops,
-                              &F::shape_ok,    &F::operands,        &F::options,       &F::describe,  &F::flops,
-                              &F::magnitudes,  &F::error_scale,     &F::tolerance_of,  &F::contract,  &F::launch_of,
-                              &F::semantics,   &F::source_spec,     &F::record_params, &F::held_out,  &F::mutation_problem,
-                              &family_id<F>};
+  static const family_table t{F::family,        F::shape_syntax,  F::compute_bound,  F::inf_inputs,   &F::ops,
+                              &F::shape_ok,     &F::operands,     &F::options,       &F::describe,    &F::flops,
+                              &F::bytes,        &F::magnitudes,   &F::error_scale,   &F::tolerance_of, &F::contract,
+                              &F::launch_of,    &F::semantics,    &F::source_spec,   &F::record_params, &F::held_out,
+                              &F::mutation_problem, &family_id<F>};
   return t;
 }
 template <class... F>

@@ -29,6 +29,7 @@ constexpr double epsilon_of(dtype d) {
     case dtype::f16: return 9.765625e-04;
     case dtype::bf16: return 7.8125e-03;
     case dtype::f64: return 2.220446049250313e-16;
+    case dtype::i32: return 0;  // integers compare exactly
   }
   return 0;
 }

@@ -122,7 +122,8 @@ void gemm_executor(const problem& p, std::vector<host_tensor>& ts) {
     case dtype::f32: detail::gemm_typed<P, float>(p, ts); break;
     case dtype::f16: detail::gemm_typed<P, half>(p, ts); break;
     case dtype::bf16: detail::gemm_typed<P, bfloat16>(p, ts); break;
-    case dtype::f64: throw unsupported_error("kforge::gemm: f64 is not a kernel dtype");
+    case dtype::f64:
+    case dtype::i32: throw unsupported_error("kforge::gemm: " + std::string(to_string(p.type)) + " is not a kernel dtype");
   }
 }
 

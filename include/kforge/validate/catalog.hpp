@@ -107,6 +107,23 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
   add("kv_append", small ? "2x7x3x5,17" : "2x33x3x17,100", none);
   add("kv_append", small ? "3x1x2x9,7" : "3x1x5x33,257", [small](problem& p) { p.attrs["pos"] = small ? 4 : 200; });
   add("kv_append", "1x5x1x7,12", [](problem& p) { p.attrs["pos"] = 7; });
+  // embedding: a batch of sequences (ids [B, T]), a decode step (one id), a one-column table, a one-row table
+  add("embedding", small ? "257x33,3x17" : "1001x100,7x33", none);
+  add("embedding", small ? "100x17,1" : "32003x65,1", none);
+  add("embedding", "7x1,100", none);
+  add("embedding", "1x5,2x3x9", none);
+  // topk / argmax: odd rows, k = N, N = 1, k > 64 (several rounds of the GPU kernel's lists), rank 3, few
+  // long rows (the split kernel: the sampling case); ties and NaN come from the suite's edge cases
+  auto k_is = [](index_t k) { return [k](problem& p) { p.attrs["k"] = static_cast<double>(k); }; };
+  add("topk", small ? "17x100" : "33x1000", k_is(5));
+  add("topk", "7x33", k_is(33));
+  add("topk", "5x1", k_is(1));
+  add("topk", "4x200", k_is(100));
+  add("topk", small ? "3x5x65" : "2x3x300", k_is(64));
+  add("topk", "270x1001", k_is(8));
+  add("topk", small ? "2x20001" : "3x50000", k_is(50));
+  add("argmax", small ? "3x1000" : "17x4097", none);
+  add("argmax", small ? "1x9000" : "1x128256", none);
   return ps;
 }
 

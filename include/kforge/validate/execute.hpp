@@ -15,10 +15,19 @@
 namespace kforge {
 namespace detail {
 
+/// Operand I of Op from its host tensor: a const view of an input, a
+/// mutable view of an output, of the operand's own element type.
+template <class Op, std::size_t I>
+auto operand_view(host_tensor& h) {
+  using E = op_operand_t<Op, I>;
+  if constexpr (I < static_cast<std::size_t>(Op::arity)) return std::as_const(h).template view<E>();
+  else return h.template view<E>();
+}
+
 template <class Policy, class T, class Op, std::size_t... I>
 void run_tensors(const Op& op, std::vector<host_tensor>& ts, std::index_sequence<I...>) {
   if constexpr (supports<Policy, Op>) {
-    run<Policy>(op, std::as_const(ts[I]).template view<T>()..., ts.back().template view<T>());
+    run<Policy>(op, operand_view<Op, I>(ts[I])...);
   } else {
     throw unsupported_error("kforge::" + std::string(Op::name) + ": policy " + Policy::name() +
                             " has no implementation for dtype " + std::string(to_string(dtype_of<T>())));
@@ -27,10 +36,11 @@ void run_tensors(const Op& op, std::vector<host_tensor>& ts, std::index_sequence
 
 template <class Policy, class T, class Op>
 void run_tensors(const Op& op, std::vector<host_tensor>& ts) {
-  if (ts.size() != static_cast<std::size_t>(Op::arity) + 1)
-    throw argument_error("kforge::" + std::string(Op::name) + ": expected " + std::to_string(Op::arity + 1) +
-                         " tensors, got " + std::to_string(ts.size()));
-  run_tensors<Policy, T>(op, ts, std::make_index_sequence<Op::arity>{});
+  constexpr std::size_t n = static_cast<std::size_t>(Op::arity + op_outputs_v<Op>);
+  if (ts.size() != n)
+    throw argument_error("kforge::" + std::string(Op::name) + ": expected " + std::to_string(n) + " tensors, got " +
+                         std::to_string(ts.size()));
+  run_tensors<Policy, T>(op, ts, std::make_index_sequence<n>{});
 }
 
 template <class Policy, class T>
@@ -40,14 +50,17 @@ void execute_typed(const problem& p, std::vector<host_tensor>& ts) {
 
 }  // namespace detail
 
-/// Runs problem p under Policy on host tensors (inputs in call order, output last).
+/// Runs problem p under Policy on host tensors (inputs in call order, then the outputs).
 template <class Policy>
 void execute(const problem& p, std::vector<host_tensor>& ts) {
   switch (p.type) {
     case dtype::f32: detail::execute_typed<Policy, float>(p, ts); break;
     case dtype::f16: detail::execute_typed<Policy, half>(p, ts); break;
     case dtype::bf16: detail::execute_typed<Policy, bfloat16>(p, ts); break;
-    case dtype::f64: throw unsupported_error("kforge::" + p.op + ": f64 is not a kernel dtype (f32, f16, bf16)");
+    case dtype::f64:
+    case dtype::i32:
+      throw unsupported_error("kforge::" + p.op + ": " + std::string(to_string(p.type)) +
+                              " is not a kernel dtype (f32, f16, bf16)");
   }
 }
 

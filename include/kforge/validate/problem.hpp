@@ -4,6 +4,7 @@
 // back into a typed run<Policy>(op, ...) call.
 #pragma once
 
+#include <algorithm>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,29 +26,36 @@ inline void set_shape(problem& p, std::string_view shape_text) {
                          std::string(shape_text) + "'");
 }
 
-/// The operands of a problem: inputs in call order, then the output.
+/// The operands of a problem: inputs in call order, then the outputs (one,
+/// the last, unless the family marks several: they must be the trailing ones).
 inline std::vector<operand_spec> operands(const problem& p) {
   std::vector<operand_spec> ops = family_of(p).operands(p);
-  ops.back().is_output = true;
+  if (std::none_of(ops.begin(), ops.end(), [](const operand_spec& o) { return o.is_output; })) ops.back().is_output = true;
+  for (std::size_t i = 1; i < ops.size(); ++i)
+    if (ops[i - 1].is_output && !ops[i].is_output)
+      throw error("kforge: internal: " + p.op + "'s operand " + ops[i].name + " is an input listed after an output");
   return ops;
 }
 
-/// Allocates host tensors for every operand of p (contents zero).
+/// How many of p's operands are outputs (the trailing ones).
+inline std::size_t output_count(const std::vector<operand_spec>& specs) {
+  return static_cast<std::size_t>(std::count_if(specs.begin(), specs.end(), [](const operand_spec& o) { return o.is_output; }));
+}
+
+/// Allocates host tensors for every operand of p (contents zero), each of
+/// its own element type.
 inline std::vector<host_tensor> allocate(const problem& p) {
   std::vector<host_tensor> ts;
-  for (const auto& o : operands(p)) ts.emplace_back(p.type, o.dims, o.strides);
+  for (const auto& o : operands(p)) ts.emplace_back(operand_type(p, o), o.dims, o.strides);
   return ts;
 }
 
 /// Floating-point operations of one call (multiply-add = 2), for GFLOP/s.
 inline double flops(const problem& p) { return family_of(p).flops(p); }
 
-/// Bytes a call must move at least once (each operand read or written once).
-inline double min_bytes(const problem& p) {
-  double b = 0;
-  for (const auto& o : operands(p)) b += static_cast<double>(o.dims.numel()) * static_cast<double>(size_of(p.type));
-  return b;
-}
+/// Bytes a call must move at least once (by default each operand read or
+/// written once; embedding reads only the rows it gathers).
+inline double min_bytes(const problem& p) { return family_of(p).bytes(p); }
 
 /// True when the op is usually limited by compute rather than memory.
 inline bool compute_bound(const problem& p) { return family_of(p).compute_bound; }

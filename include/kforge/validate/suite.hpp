@@ -5,12 +5,14 @@
 // normal, sparse, large magnitude, small magnitude) and five edge cases
 // (zeros, ones, alternating signs, values near the op's extremes, NaN/Inf) —
 // from a seed, runs the Eigen reference and the candidate on identical inputs,
-// and compares element by element with the op's tolerance (ops/*.hpp) scaled
-// per element (see error_scale). The candidate's output is poisoned before it
-// runs (NaN, or a finite sentinel in the NaN/Inf case) so that an element it
-// never writes cannot match by luck; reference outputs that are all zero or
-// constant are flagged `degenerate`, and a suite whose every case is
-// degenerate does not pass.
+// and compares every output element by element with the op's tolerance
+// (ops/*.hpp) scaled per element (see error_scale); integer outputs (indices)
+// must match exactly, and integer inputs (ids) are drawn in the range their
+// operand_spec gives. The candidate's outputs are poisoned before it runs
+// (NaN, or a finite sentinel in the NaN/Inf case; -1 for indices) so that an
+// element it never writes cannot match by luck; reference outputs that are
+// all zero or constant are flagged `degenerate`, and a suite whose every case
+// is degenerate does not pass.
 #pragma once
 
 #include <algorithm>
@@ -78,6 +80,19 @@ class rng {
 /// Input magnitudes of the large-magnitude and extremes cases (the op's traits).
 inline case_magnitudes magnitudes_for(const problem& p) { return family_of(p).magnitudes(p); }
 
+/// Fills an i32 operand with ids in [0, spec.id_bound): uniform in every
+/// case but extremes, where each is 0 or id_bound - 1 (the table's first and
+/// last rows). An i32 input without a bound is an error of its traits.
+inline void generate_ids(const problem& p, const operand_spec& spec, input_case c, rng& r, host_tensor& h) {
+  if (spec.id_bound <= 0 || spec.id_bound > (index_t{1} << 31))
+    throw error("kforge: internal: " + p.op + "'s i32 input " + spec.name + " has no id bound in [1, 2^31]");
+  const auto bound = static_cast<std::uint64_t>(spec.id_bound);
+  for (index_t off : h.offsets()) {
+    const std::uint64_t id = c == input_case::extremes ? ((r.next() & 1) ? bound - 1 : 0) : r.next() % bound;
+    h.set_i32(off, static_cast<std::int32_t>(id));
+  }
+}
+
 /// Fills every input operand (and an output that is also read) for one case.
 inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, std::vector<host_tensor>& ts) {
   const auto specs = operands(p);
@@ -87,6 +102,10 @@ inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, 
     host_tensor& h = ts[t];
     if (spec.is_output && !spec.also_input) continue;
     rng r(seed ^ (0x51ed2701u * (t + 1)) ^ (static_cast<std::uint64_t>(c) << 48));
+    if (h.type == dtype::i32) {
+      generate_ids(p, spec, c, r, h);
+      continue;
+    }
     const std::vector<index_t> offs = h.offsets();
     index_t i = 0;
     for (index_t off : offs) {
@@ -129,22 +148,29 @@ inline void generate_inputs(const problem& p, input_case c, std::uint64_t seed, 
 /// kernel are proportional to (the op's traits). For linear ops (gemm,
 /// conv2d, sum, mean, add/sub) it is the op applied to |inputs| — large where
 /// cancellation makes |ref| small; for the others it is derived from |ref|
-/// and the inputs.
-inline std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref) {
+/// and the inputs. `ref` is the reference of output `output` (an index into
+/// the operands; default: the last), asked once per floating-point output.
+inline std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
+                                       std::size_t output = static_cast<std::size_t>(-1)) {
   const linear_scale_fn linear = [&](const problem& q_in) {
-    // q_in on |inputs| in f32.
+    // q_in on |inputs| in f32 (integer operands as they are).
     problem q = q_in;
     q.type = dtype::f32;
     std::vector<host_tensor> a;
     for (const host_tensor& h : in) {
+      if (!is_float(h.type)) {
+        a.push_back(h);
+        continue;
+      }
       host_tensor abs(dtype::f32, h.dims, h.strides);
       for (index_t i = 0; i < h.span(); ++i) abs.set(i, std::fabs(h.get(i)));
       a.push_back(std::move(abs));
     }
     execute<policy::eigen>(q, a);
-    const std::vector<index_t> ao = a.back().offsets();
+    const host_tensor& o = output < a.size() ? a[output] : a.back();
+    const std::vector<index_t> ao = o.offsets();
     std::vector<double> scale(ao.size());
-    for (std::size_t e = 0; e < ao.size(); ++e) scale[e] = a.back().get(ao[e]);
+    for (std::size_t e = 0; e < ao.size(); ++e) scale[e] = o.get(ao[e]);
     return scale;
   };
   return family_of(p).error_scale(p, in, ref, linear);
@@ -159,8 +185,9 @@ struct case_result {
   bool degenerate = false;  ///< the reference output is all zero or constant
   double max_abs_err = 0, max_rel_err = 0;
   index_t mismatches = 0, elements = 0;
-  index_t first_bad = -1;   ///< logical index of the first failing element
+  index_t first_bad = -1;   ///< logical index of the first failing element (within first_bad_output)
   double first_bad_out = 0, first_bad_ref = 0;
+  std::string first_bad_output;  ///< ops with several outputs: the output it is in
   std::string error;        ///< the candidate threw: its message
 };
 
@@ -184,6 +211,7 @@ struct report {
       w.field("elements", c.elements);
       if (c.first_bad >= 0)
         w.field("first_bad_index", c.first_bad).field("first_bad_out", c.first_bad_out).field("first_bad_ref", c.first_bad_ref);
+      if (!c.first_bad_output.empty()) w.field("first_bad_output", c.first_bad_output);
       if (!c.error.empty()) w.field("error", c.error);
       w.end_object();
     }
@@ -192,7 +220,8 @@ struct report {
   }
 };
 
-/// Compares a candidate output with the reference element by element.
+/// Compares a candidate output with the reference element by element
+/// (integer outputs exactly; `scale` is not read for them).
 inline case_result compare_outputs(const problem& p, const host_tensor& out, const host_tensor& ref,
                                    const std::vector<double>& scale) {
   case_result r;
@@ -201,10 +230,16 @@ inline case_result compare_outputs(const problem& p, const host_tensor& out, con
   r.elements = static_cast<index_t>(ro.size());
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   bool all_zero = true;
+  const bool exact = ref.type == dtype::i32;
   for (std::size_t e = 0; e < ro.size(); ++e) {
-    const double o = out.get(oo[e]), f = ref.get(ro[e]);
+    const double o = exact ? out.get_i32(oo[e]) : out.get(oo[e]), f = exact ? ref.get_i32(ro[e]) : ref.get(ro[e]);
     bool ok;
-    if (std::isnan(f)) {
+    if (exact) {
+      ok = o == f;
+      lo = std::min(lo, f);
+      hi = std::max(hi, f);
+      all_zero = all_zero && f == 0.0;
+    } else if (std::isnan(f)) {
       ok = std::isnan(o);
     } else if (std::isinf(f)) {
       ok = o == f;
@@ -237,6 +272,53 @@ inline case_result compare_outputs(const problem& p, const host_tensor& out, con
   return r;
 }
 
+/// Compares every output of one call (operands(p)'s outputs, in order) with
+/// the reference's: one case_result whose counts add up over the outputs,
+/// whose first failure is the first output's that fails, and which is
+/// degenerate only when every output's reference is. `inputs` are the
+/// operands as they were before the call (for the error scale).
+inline case_result compare_all_outputs(const problem& p, const std::vector<host_tensor>& out,
+                                       const std::vector<host_tensor>& ref, const std::vector<host_tensor>& inputs) {
+  const auto specs = operands(p);
+  const std::size_t outputs = output_count(specs), first = specs.size() - outputs;
+  case_result all;
+  all.passed = all.degenerate = true;
+  for (std::size_t i = first; i < specs.size(); ++i) {
+    const std::vector<double> scale = is_float(ref[i].type) ? error_scale(p, inputs, ref[i], i) : std::vector<double>{};
+    const case_result r = compare_outputs(p, out[i], ref[i], scale);
+    all.elements += r.elements;
+    all.mismatches += r.mismatches;
+    all.max_abs_err = std::max(all.max_abs_err, r.max_abs_err);
+    all.max_rel_err = std::max(all.max_rel_err, r.max_rel_err);
+    all.degenerate = all.degenerate && r.degenerate;
+    if (!r.passed && all.passed) {
+      all.first_bad = r.first_bad;
+      all.first_bad_out = r.first_bad_out;
+      all.first_bad_ref = r.first_bad_ref;
+      if (outputs > 1) all.first_bad_output = specs[i].name;
+    }
+    all.passed = all.passed && r.passed;
+  }
+  return all;
+}
+
+/// Fills every output that is not also read with a value a correct kernel
+/// never leaves there: NaN (a finite sentinel in the NaN/Inf case, where NaN
+/// is a plausible result) for floats, -1 for indices.
+inline void poison_outputs(const problem& p, input_case c, std::vector<host_tensor>& ts) {
+  const auto specs = operands(p);
+  for (std::size_t t = 0; t < specs.size(); ++t) {
+    if (!specs[t].is_output || specs[t].also_input) continue;
+    host_tensor& o = ts[t];
+    if (o.type == dtype::i32) {
+      for (index_t i = 0; i < o.span(); ++i) o.set_i32(i, -1);
+      continue;
+    }
+    const float poison = c == input_case::nan_inf ? -12345.0f : std::numeric_limits<float>::quiet_NaN();
+    for (index_t i = 0; i < o.span(); ++i) o.set(i, poison);
+  }
+}
+
 /// Runs a problem on host tensors; the candidate of the suite.
 using executor = std::function<void(const problem&, std::vector<host_tensor>&)>;
 
@@ -250,22 +332,17 @@ struct suite_options {
 inline report validate(const problem& p, const executor& candidate, const suite_options& opt = {}) {
   report rep;
   rep.problem = describe(p);
-  const auto specs = operands(p);
   for (input_case c : opt.cases) {
     std::vector<host_tensor> ref_ts = allocate(p);
     generate_inputs(p, c, opt.seed, ref_ts);
     std::vector<host_tensor> cand_ts = ref_ts;  // identical inputs (and initial C)
     const std::vector<host_tensor> inputs(ref_ts.begin(), ref_ts.end());  // inputs as given, before the call
     execute<policy::eigen>(p, ref_ts);
-    if (!specs.back().also_input) {
-      host_tensor& o = cand_ts.back();
-      const float poison = c == input_case::nan_inf ? -12345.0f : std::numeric_limits<float>::quiet_NaN();
-      for (index_t i = 0; i < o.span(); ++i) o.set(i, poison);
-    }
+    poison_outputs(p, c, cand_ts);
     case_result r;
     try {
       candidate(p, cand_ts);
-      r = compare_outputs(p, cand_ts.back(), ref_ts.back(), error_scale(p, inputs, ref_ts.back()));
+      r = compare_all_outputs(p, cand_ts, ref_ts, inputs);
     } catch (const std::exception& e) {
       r.error = e.what();
       r.passed = false;

@@ -21,7 +21,8 @@
 // without 16-bit storage still runs host bfloat16 data: the call widens it to
 // f32 on upload, runs the f32 kernels and rounds back on download
 // (device_dtype; device_tensor<bfloat16> cannot exist there). half has no such
-// fallback. double is not implemented (compile-time refusal).
+// fallback. double is not implemented (compile-time refusal). Integer
+// operands (ids, indices) are std::int32_t on both sides, copied exactly.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -30,6 +31,7 @@
 
 #include <array>
 #include <deque>
+#include <functional>
 #include <initializer_list>
 #include <optional>
 #include <tuple>
@@ -113,7 +115,7 @@ struct knobs {
 
 namespace detail {
 
-/// Buffers of a device-tensor call (inputs then output) and the stream to record on.
+/// Buffers of a device-tensor call (inputs then outputs) and the stream to record on.
 struct device_call {
   stream* s = nullptr;
   std::array<buffer_ref, 6> refs{};
@@ -147,24 +149,39 @@ inline double kernel_seconds(const std::vector<dispatch_timing>& ts) {
 /// The operands of one call as buffers, in call order: the device call in
 /// flight on this thread (device tensors), or host views uploaded into
 /// temporaries on a stream of the call's own, downloaded again by finish().
+///
+/// Two ways to build one. Most ops have inputs of the op's element type and
+/// one output: call(ins, out[, read_out]), then in(i) and out(). Ops whose
+/// operands differ in element type (embedding's int32 ids) or that write
+/// several outputs (topk's values and indices) name them one at a time, in
+/// call order: call(by_operand), then input(view) and output(view) for each
+/// operand, each returning its buffer.
 template <class T>
 class call {
  public:
   using D = device_type_t<T>;
-  /// Storage dtype of the call's buffers, which the kernels are built for:
-  /// D's, except host bf16 data on a device without 16-bit storage (f32 there,
-  /// see device_dtype).
+  /// Storage dtype of the call's buffers of element type T, which the kernels
+  /// are built for: D's, except host bf16 data on a device without 16-bit
+  /// storage (f32 there, see device_dtype).
   dtype dt = dtype_of<D>();
+  struct by_operand_t {};
+  static constexpr by_operand_t by_operand{};
 
   /// `ins`: the op's inputs in call order, nullptr for one its variant leaves
   /// out (a bias the epilogue has not); `out`: the output; `read_out`: the
   /// kernel reads the output too (gemm with beta != 0).
   call(std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out, bool read_out = false)
-      : call(current_call, current_call ? nullptr : &default_context(), ins, out, read_out) {}
+      : call(current_call, current_call ? nullptr : &default_context()) {
+    add_legacy(ins, out, read_out);
+  }
   /// A host call on context `ctx`, even inside a device call.
   call(context& ctx, std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out,
        bool read_out = false)
-      : call(nullptr, &ctx, ins, out, read_out) {}
+      : call(nullptr, &ctx) {
+    add_legacy(ins, out, read_out);
+  }
+  /// A call whose operands follow one by one (input(), output()).
+  explicit call(by_operand_t) : call(current_call, current_call ? nullptr : &default_context()) { by_operand_ = true; }
 
   stream& s() { return dc_ ? *dc_->s : host_->s; }
   /// True for a device-tensor call (operands are the tensors as given), false
@@ -176,105 +193,147 @@ class call {
   const buffer_ref* in_opt(std::size_t i) const { return present_[i] ? &refs_[i] : nullptr; }
   buffer_ref out() const { return out_; }
 
+  /// The next operand, an input of any element type.
+  template <class U>
+  buffer_ref input(const tensor_view<const U>& v) {
+    if (dc_) return next_device_ref();
+    return host_->in(v);
+  }
+  /// The next operand, an output of any element type (`read`: the kernel reads it too).
+  template <class U>
+  buffer_ref output(const tensor_view<U>& v, bool read = false) {
+    if (dc_) return next_device_ref();
+    return host_->out(v, read);
+  }
+
   /// Host calls: submits, waits, records the kernels' GPU time for
-  /// last_call_seconds() and downloads the output. Device calls: nothing (the
+  /// last_call_seconds() and downloads the outputs. Device calls: nothing (the
   /// stream's owner submits).
   void finish() {
-    if (dc_) return;
-    host_->finish(out_view_);
+    if (dc_) {
+      if (by_operand_ && next_ != dc_->n)
+        throw error("kforge::vulkan: internal: " + std::to_string(dc_->n) + " device tensors for " +
+                    std::to_string(next_) + " operands");
+      return;
+    }
+    host_->finish();
   }
 
  private:
-  call(device_call* dc, context* ctx, std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out,
-       bool read_out)
-      : dc_(dc), out_view_(out) {
+  call(device_call* dc, context* ctx) : dc_(dc) {
     if (!dc_) {
       host_.emplace(*ctx);
-      dt = host_->dt;
-    }
-    int next = 0;
-    for (const tensor_view<const T>* v : ins) {
-      present_[n_] = v != nullptr;
-      if (v) refs_[n_] = dc_ ? dc_->refs[static_cast<std::size_t>(next++)] : host_->in(*v);
-      ++n_;
-    }
-    if (dc_) {
-      if (next + 1 != dc_->n)
-        throw error("kforge::vulkan: internal: " + std::to_string(dc_->n) + " device tensors for " +
-                    std::to_string(next + 1) + " operands");
-      out_ = dc_->refs[static_cast<std::size_t>(dc_->n - 1)];
-    } else {
-      out_ = host_->out(out, read_out);
+      dt = device_dtype(ctx->info(), dt);
     }
   }
+  void add_legacy(std::initializer_list<const tensor_view<const T>*> ins, const tensor_view<T>& out, bool read_out) {
+    for (const tensor_view<const T>* v : ins) {
+      present_[n_] = v != nullptr;
+      if (v) refs_[n_] = dc_ ? dc_->refs[static_cast<std::size_t>(next_++)] : host_->in(*v);
+      ++n_;
+    }
+    if (dc_ && next_ + 1 != dc_->n)
+      throw error("kforge::vulkan: internal: " + std::to_string(dc_->n) + " device tensors for " +
+                  std::to_string(next_ + 1) + " operands");
+    out_ = output(out, read_out);
+  }
+  buffer_ref next_device_ref() {
+    if (next_ >= dc_->n)
+      throw error("kforge::vulkan: internal: more operands than the " + std::to_string(dc_->n) + " device tensors");
+    return dc_->refs[static_cast<std::size_t>(next_++)];
+  }
 
-  /// The temporaries of a host call, as D, or as float where bf16 is widened.
+  /// The temporaries of a host call: each operand as a device tensor of its
+  /// element type's device type, or as float where bf16 is widened
+  /// (device_dtype); the outputs' downloads, run by finish().
   struct host_side {
     context& ctx;
     stream s;
-    dtype dt;
-    std::deque<device_tensor<D>> temps;
-    std::deque<device_tensor<float>> widened;  // bf16 on a device without 16-bit storage
-    std::size_t out_index = 0;                 // the output's place in temps or widened
-    explicit host_side(context& c) : ctx(c), s(c), dt(device_dtype(c.info(), dtype_of<D>())) {}
-    bool widen() const { return dt != dtype_of<D>(); }
+    std::tuple<std::deque<device_tensor<float>>, std::deque<device_tensor<half>>, std::deque<device_tensor<bfloat16>>,
+               std::deque<device_tensor<std::int32_t>>>
+        temps;
+    /// An output: records its download, then unpacks it into the host view.
+    struct pending_output {
+      std::function<const void*(stream&)> record;
+      std::function<void(const void*)> unpack;
+    };
+    std::vector<pending_output> outs;
+    explicit host_side(context& c) : ctx(c), s(c) {}
+    /// f(a new temporary of `dims` for host elements U).
+    template <class U, class F>
+    buffer_ref with_temp(const shape& dims, F&& f) {
+      using E = device_type_t<U>;
+      if constexpr (std::is_same_v<E, bfloat16>)
+        if (device_dtype(ctx.info(), dtype::bf16) == dtype::f32)
+          return f(std::get<std::deque<device_tensor<float>>>(temps).emplace_back(ctx, dims));
+      return f(std::get<std::deque<device_tensor<E>>>(temps).emplace_back(ctx, dims));
+    }
     template <class U>
-    buffer_ref add(const tensor_view<U>* v, const shape& dims) {
-      auto put = [&](auto& q) {
-        q.emplace_back(ctx, dims);
-        if (v) q.back().record_upload(s, *v);
-        return q.back().ref();
-      };
-      return widen() ? put(widened) : put(temps);
+    buffer_ref in(const tensor_view<const U>& v) {
+      return with_temp<U>(v.dims, [&](auto& t) {
+        t.record_upload(s, v);
+        return t.ref();
+      });
     }
-    buffer_ref in(const tensor_view<const T>& v) { return add(&v, v.dims); }
-    buffer_ref out(const tensor_view<T>& v, bool read) {
-      const tensor_view<const T> r(v);
-      const buffer_ref b = add(read ? &r : nullptr, v.dims);
-      out_index = widen() ? widened.size() - 1 : temps.size() - 1;
-      return b;
+    template <class U>
+    buffer_ref out(const tensor_view<U>& v, bool read) {
+      return with_temp<U>(v.dims, [&](auto& t) {
+        using X = typename std::remove_cvref_t<decltype(t)>::value_type;
+        if (read) t.record_upload(s, tensor_view<const U>(v));
+        outs.push_back({[&t](stream& st) { return t.record_download(st); },
+                        [v](const void* p) { unpack(static_cast<const X*>(p), v); }});
+        return t.ref();
+      });
     }
-    void finish(const tensor_view<T>& v) {
-      const void* p = widen() ? widened[out_index].record_download(s) : temps[out_index].record_download(s);
+    void finish() {
+      std::vector<const void*> ptrs;
+      for (auto& o : outs) ptrs.push_back(o.record(s));
       s.run();
       last_call_seconds_slot() = kernel_seconds(s.timings());
-      if (!p) return;
-      if (widen()) unpack(static_cast<const float*>(p), v);
-      else unpack(static_cast<const D*>(p), v);
+      for (std::size_t i = 0; i < outs.size(); ++i)
+        if (ptrs[i]) outs[i].unpack(ptrs[i]);
     }
   };
   device_call* dc_;
   std::optional<host_side> host_;
+  bool by_operand_ = false;
+  int next_ = 0;  ///< device tensors taken so far
   std::array<buffer_ref, 6> refs_{};
   std::array<bool, 6> present_{};
   std::size_t n_ = 0;
   buffer_ref out_{};
-  tensor_view<T> out_view_;
 };
 
-template <class T>
-tensor_view<const T> shape_view(const device_tensor<T>& t) {
-  return tensor_view<const T>(nullptr, t.dims());
-}
-template <class T>
-tensor_view<T> shape_view_out(device_tensor<T>& t) {
-  return tensor_view<T>(nullptr, t.dims());
-}
-
-/// Runs the entry's checks and compute() with device tensors recorded on `s`.
-template <class Impl, class Op, class... In, class Out>
-void record_device(stream& s, const Op& op, const device_tensor<Out>& out_ro, const In&... in) {
-  auto& out = const_cast<device_tensor<Out>&>(out_ro);
-  for (const context* c : {&in.ctx()..., &out.ctx()})
-    if (c != &s.ctx()) throw argument_error("kforge::vulkan::" + std::string(Op::name) + ": tensors belong to another context than the stream");
-  device_call dc{&s, {in.ref()..., out.ref()}, static_cast<int>(sizeof...(In)) + 1};
-  call_guard g(&dc);
-  Impl::run(op, shape_view(in)..., shape_view_out(out));
+/// Operand I of a device-tensor call as the op's entry sees it: its shape,
+/// no data (const for an input, mutable for an output).
+template <class Op, std::size_t I, class E>
+auto device_view(const device_tensor<E>& t) {
+  if constexpr (I < static_cast<std::size_t>(Op::arity)) return tensor_view<const E>(nullptr, t.dims());
+  else return tensor_view<E>(nullptr, t.dims());
 }
 
+/// Runs the entry's checks and compute() with device tensors (inputs, then
+/// outputs) recorded on `s`.
 template <class Impl, class Op, class... Ts, std::size_t... I>
 void record_split(stream& s, const Op& op, std::tuple<Ts&...> ts, std::index_sequence<I...>) {
-  record_device<Impl>(s, op, std::get<sizeof...(Ts) - 1>(ts), std::get<I>(ts)...);
+  for (const context* c : {&std::get<I>(ts).ctx()...})
+    if (c != &s.ctx()) throw argument_error("kforge::vulkan::" + std::string(Op::name) + ": tensors belong to another context than the stream");
+  device_call dc{&s, {std::get<I>(ts).ref()...}, static_cast<int>(sizeof...(I))};
+  call_guard g(&dc);
+  Impl::run(op, device_view<Op, I>(std::get<I>(ts))...);
+}
+
+/// True when Ts are device tensors of Op's operand types, in order.
+template <class Op, class... Ts>
+constexpr bool device_operands() {
+  if constexpr (sizeof...(Ts) != static_cast<std::size_t>(Op::arity + op_outputs_v<Op>)) {
+    return false;
+  } else {
+    return []<std::size_t... I>(std::index_sequence<I...>) {
+      return (std::is_same_v<std::remove_cvref_t<std::tuple_element_t<I, std::tuple<Ts...>>>,
+                             device_tensor<op_operand_t<Op, I>>> && ...);
+    }(std::index_sequence_for<Ts...>{});
+  }
 }
 
 }  // namespace detail
@@ -285,14 +344,15 @@ void record_split(stream& s, const Op& op, std::tuple<Ts&...> ts, std::index_seq
 /// timestamps (or before the first call). What `kforge bench` reports as GPU time.
 inline double last_call_seconds() { return detail::last_call_seconds_slot(); }
 
-/// Records op on device tensors (inputs..., output) into stream s; nothing
-/// runs until s.submit(). Policy defaults to policy::vulkan<>.
+/// Records op on device tensors (inputs..., outputs...) into stream s;
+/// nothing runs until s.submit(). Policy defaults to policy::vulkan<>.
+/// Checks an op can only make on the device (embedding's ids in range) run
+/// when the submission completes, and throw from s.wait() (stream::check_after_wait).
 template <class Policy = policy::vulkan<>, class Op, class... Ts>
   requires(sizeof...(Ts) >= 2 && (is_device_tensor_v<std::remove_cvref_t<Ts>> && ...))
 void record(stream& s, const Op& op, Ts&&... ts) {
   static_assert(supports<Policy, Op>, "kforge::vulkan::record: this op has no implementation for this policy");
-  detail::record_split<kforge::detail::impl<Policy, Op>>(s, op, std::tuple<Ts&...>(ts...),
-                                                         std::make_index_sequence<sizeof...(Ts) - 1>{});
+  detail::record_split<kforge::detail::impl<Policy, Op>>(s, op, std::tuple<Ts&...>(ts...), std::index_sequence_for<Ts...>{});
 }
 
 namespace detail {
@@ -300,12 +360,11 @@ namespace detail {
 template <class Impl, class Op>
 struct device_run {
   template <class... Ts>
-    requires(sizeof...(Ts) == Op::arity + 1 &&
-             (std::is_same_v<std::remove_cvref_t<Ts>, device_tensor<typename Op::value_type>> && ...))
+    requires(device_operands<Op, Ts...>())
   static void run(const Op& op, Ts&&... ts) {
-    context& ctx = std::get<sizeof...(Ts) - 1>(std::tuple<Ts&...>(ts...)).ctx();
+    context& ctx = std::get<0>(std::tuple<Ts&...>(ts...)).ctx();
     stream s(ctx);
-    record_split<Impl>(s, op, std::tuple<Ts&...>(ts...), std::make_index_sequence<sizeof...(Ts) - 1>{});
+    record_split<Impl>(s, op, std::tuple<Ts&...>(ts...), std::index_sequence_for<Ts...>{});
     s.run();
   }
 };

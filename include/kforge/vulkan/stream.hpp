@@ -27,6 +27,7 @@
 #include <array>
 #include <deque>
 #include <chrono>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -146,6 +147,12 @@ class stream {
     ++copies_;
   }
 
+  /// Adds a check that runs after every completed submission of this
+  /// recording (in wait(), in the order added) and may throw: how an op
+  /// reports what only the device could see, such as embedding's ids out of
+  /// range in a device tensor. Dropped by reset().
+  void check_after_wait(std::function<void()> check) { checks_.push_back(std::move(check)); }
+
   /// A host-visible staging area kept alive by the stream; write it before
   /// submit() (upload) or read it after wait() (download).
   buffer_slice& staging(VkDeviceSize bytes) {
@@ -205,6 +212,7 @@ class stream {
     }
     check(r, "vkWaitForFences");
     in_flight_ = false;
+    for (const auto& c : checks_) c();
   }
 
   /// submit() then wait().
@@ -221,6 +229,7 @@ class stream {
     labels_.clear();
     timed_count_ = 0;
     keep_.clear();
+    checks_.clear();
     reads_.clear();
     writes_.clear();
     barriers_ = copies_ = 0;
@@ -304,6 +313,7 @@ class stream {
   std::size_t timed_count_ = 0;
   std::vector<label_rec> labels_;
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
+  std::vector<std::function<void()>> checks_;
   std::vector<buffer_ref> reads_, writes_;
   std::size_t barriers_ = 0, copies_ = 0, submits_ = 0;
 };

@@ -2,20 +2,21 @@
 // on the device across ops, and the host packing used by uploads/downloads.
 //
 // A device_tensor is dense row-major, float, half or bfloat16 (the 16-bit
-// types need storageBuffer16BitAccess). Moving data between host and device
-// is always explicit (upload/download, or the host-view overloads of run(),
-// which upload, run and download in one submission). Host views of any
-// strides are packed to dense row-major while being copied into staging
-// memory, converted to the tensor's element type there (a view of the same
-// type is copied bit for bit). On a device without 16-bit storage, host
-// bfloat16 data given to run() is widened to f32 instead (device_dtype) and
-// rounded back on download.
+// types need storageBuffer16BitAccess), or std::int32_t (the ids and indices
+// of embedding and topk). Moving data between host and device is always
+// explicit (upload/download, or the host-view overloads of run(), which
+// upload, run and download in one submission). Host views of any strides are
+// packed to dense row-major while being copied into staging memory, converted
+// to the tensor's element type there (a view of the same type is copied bit
+// for bit). On a device without 16-bit storage, host bfloat16 data given to
+// run() is widened to f32 instead (device_dtype) and rounded back on download.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -26,12 +27,14 @@
 
 namespace kforge::vulkan {
 
-/// The element type a host type T is stored as on the device: float, half or
-/// bfloat16 as it is (where the device lacks 16-bit storage, host-view calls
-/// on bfloat16 data widen it to float instead: device_dtype).
+/// The element type a host type T is stored as on the device: float, half,
+/// bfloat16 and std::int32_t as they are, anything else as float (where the
+/// device lacks 16-bit storage, host-view calls on bfloat16 data widen it to
+/// float instead: device_dtype).
 template <class T>
 using device_type_t = std::conditional_t<std::is_same_v<std::remove_const_t<T>, half> ||
-                                             std::is_same_v<std::remove_const_t<T>, bfloat16>,
+                                             std::is_same_v<std::remove_const_t<T>, bfloat16> ||
+                                             std::is_same_v<std::remove_const_t<T>, std::int32_t>,
                                          std::remove_const_t<T>, float>;
 
 /// The storage dtype of host data of dtype t on device d: t itself, except
@@ -51,6 +54,14 @@ inline constexpr bool is_view_v<tensor_view<U>> = true;
 template <class M>
 concept host_viewable = !is_view_v<std::remove_cvref_t<M>> && requires(M&& m) { as_view(std::forward<M>(m)); };
 
+/// One element as type D: a plain copy between equal types (integers stay
+/// exact), through float between the float types.
+template <class D, class S>
+D convert(S v) {
+  if constexpr (std::is_same_v<std::remove_const_t<S>, D>) return v;
+  else return static_cast<D>(static_cast<float>(v));
+}
+
 /// Copies a view of any strides into dense row-major D elements.
 template <class D, class T>
 void pack(const tensor_view<T>& v, D* dst) {
@@ -60,7 +71,7 @@ void pack(const tensor_view<T>& v, D* dst) {
       return;
     }
   }
-  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { dst[e] = static_cast<D>(static_cast<float>(v.data[off])); });
+  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { dst[e] = convert<D>(v.data[off]); });
 }
 /// Copies dense row-major D elements into a view of any strides.
 template <class D, class T>
@@ -71,14 +82,16 @@ void unpack(const D* src, const tensor_view<T>& v) {
       return;
     }
   }
-  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = static_cast<T>(static_cast<float>(src[e])); });
+  eigen::for_each_offset(v.dims, v.strides, [&](index_t e, index_t off) { v.data[off] = convert<T>(src[e]); });
 }
 }  // namespace detail
 
 template <class T>
 class device_tensor {
-  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>,
-                "kforge::vulkan::device_tensor: element type must be float, kforge::half or kforge::bfloat16");
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16> ||
+                    std::is_same_v<T, std::int32_t>,
+                "kforge::vulkan::device_tensor: element type must be float, kforge::half, kforge::bfloat16 or "
+                "std::int32_t");
 
  public:
   using value_type = T;

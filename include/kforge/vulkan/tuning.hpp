@@ -80,7 +80,10 @@ double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<
     case dtype::f32: typed(static_cast<float*>(nullptr)); break;
     case dtype::f16: typed(static_cast<half*>(nullptr)); break;
     case dtype::bf16: typed(static_cast<bfloat16*>(nullptr)); break;
-    case dtype::f64: throw unsupported_error("kforge::vulkan::gemm_with_config: f64 is not a kernel dtype");
+    case dtype::f64:
+    case dtype::i32:
+      throw unsupported_error("kforge::vulkan::gemm_with_config: " + std::string(to_string(p.type)) +
+                              " is not a kernel dtype");
   }
   return sec;
 }
@@ -149,7 +152,7 @@ inline std::vector<gemm_tiling> candidate_tilings() {
 
 /// Whether the device runs gemm with tiling t on element type dt ("" = yes, else why not).
 inline std::string tiling_problem(const context& ctx, dtype dt, const gemm_tiling& t) {
-  if (dt == dtype::f64) return "f64 is not a kernel dtype";
+  if (!is_float(dt) || dt == dtype::f64) return std::string(to_string(dt)) + " is not a kernel dtype";
   if (dt == dtype::f16 && !ctx.info().storage_16bit) return "device lacks storageBuffer16BitAccess (f16 tensors)";
   try {
     // check_tiling only reads the device's limits; it takes a non-const context for its callers' sake.
@@ -175,7 +178,7 @@ inline std::vector<gemm_tiling> valid_tilings(const context& ctx, dtype dt) {
 /// backend falls back to.
 inline std::vector<gemm_config> valid_configs(const context& ctx, dtype dt) {
   std::vector<gemm_config> out;
-  if (dt == dtype::f64 || (dt == dtype::f16 && !ctx.info().storage_16bit)) return out;
+  if (dt == dtype::f64 || dt == dtype::i32 || (dt == dtype::f16 && !ctx.info().storage_16bit)) return out;
   // bf16 is stored as bf16, or computed as f32 where the device lacks 16-bit storage.
   const dtype dev = device_dtype(ctx.info(), dt);
   out = gemm_configs(ctx.info(), dev);

@@ -6,6 +6,7 @@
 #include "kforge/vulkan/shaders/attention.hpp"
 #include "kforge/vulkan/shaders/common.hpp"
 #include "kforge/vulkan/shaders/elementwise.hpp"
+#include "kforge/vulkan/shaders/embedding.hpp"
 #include "kforge/vulkan/shaders/gated.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
@@ -17,3 +18,4 @@
 #include "kforge/vulkan/shaders/reduce.hpp"
 #include "kforge/vulkan/shaders/rope.hpp"
 #include "kforge/vulkan/shaders/rows.hpp"
+#include "kforge/vulkan/shaders/topk.hpp"
