@@ -11,10 +11,11 @@
 //
 // Policy: policy::vulkan<Knobs...> (default), or policy::autotune for its
 // gemms (the tuned config of the tensors' device); ops a policy lacks run on
-// policy::vulkan<>. bf16 weights and activations are held as f32 on the
-// device, as kforge's Vulkan backend holds bf16 host data (device_tensor has
-// float and half), so a bf16 session computes what an f32 one computes from
-// bf16 weights and inputs. The stream times each dispatch (256 at most per
+// policy::vulkan<>. Weights and activations are held in the session's dtype
+// on the device (vulkan::device_type_t: bf16 stays bf16, with f32
+// arithmetic in the kernels and bf16 tensor cores for the gemms where the
+// device has them; a device without 16-bit storage refuses bf16 and f16
+// device tensors with unsupported_error). The stream times each dispatch (256 at most per
 // recording: beyond that, stages report no time). A session is used from one
 // thread.
 #pragma once
