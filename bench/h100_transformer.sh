@@ -7,7 +7,9 @@
 #   prefill of 2048 tokens from an empty cache, and
 #   decode of one token with 4096 tokens in the cache.
 #
-#   bench/h100_transformer.sh BIN_DIR OUT_DIR [PRESET] [LAYERS]
+#   bench/h100_transformer.sh BIN_DIR OUT_DIR [PRESET] [LAYERS] [DTYPE]
+#
+# DTYPE is f16 (default) or bf16 (the dtype models ship in), on both sides.
 #
 # BIN_DIR holds the kforge tool (built with -DKFORGE_NATIVE=OFF); the Vulkan
 # loader is unpacked from .gl/ as for bench/h100_models.sh. First a short
@@ -20,7 +22,7 @@
 # the GPU time of its dispatches beside it; PyTorch's is CUDA events around
 # the eager step (launch gaps included).
 set -u
-BIN=${1:?BIN_DIR} OUT=${2:?OUT_DIR} PRESET=${3:-llama3-8b} LAYERS=${4:-1}
+BIN=${1:?BIN_DIR} OUT=${2:?OUT_DIR} PRESET=${3:-llama3-8b} LAYERS=${4:-1} DTYPE=${5:-f16}
 mkdir -p "$OUT"
 for f in .gl/*.deb; do dpkg -x "$f" /; done
 ldconfig
@@ -29,11 +31,11 @@ if [ -e /usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json ]; then
 fi
 export KFORGE_CACHE_DIR=/tmp/kforge-cache
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } > "$OUT/env.txt" 2>&1
-K=("$BIN"/kforge transformer --preset "$PRESET" --layers "$LAYERS" --dtype f16 --policy vulkan --json)
+K=("$BIN"/kforge transformer --preset "$PRESET" --layers "$LAYERS" --dtype "$DTYPE" --policy vulkan --json)
 timeout 900 "${K[@]}" --prefill 32 --decode 2 --reps 1 > "$OUT/verify.json" 2> "$OUT/verify.err"; echo "verify rc=$?" >> "$OUT/env.txt"
 timeout 300 "${K[@]}" --prefill 2048 --decode 0 --reps 10 --no-verify > "$OUT/prefill.json" 2> "$OUT/prefill.err"; echo "prefill rc=$?" >> "$OUT/env.txt"
 timeout 300 "${K[@]}" --prefill 4096 --decode 32 --reps 5 --no-verify > "$OUT/decode.json" 2> "$OUT/decode.err"; echo "decode rc=$?" >> "$OUT/env.txt"
-PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_transformer.py --preset "$PRESET" --layers "$LAYERS" --dtype f16 \
+PYTHONUNBUFFERED=1 timeout 300 python3 bench/torch_transformer.py --preset "$PRESET" --layers "$LAYERS" --dtype "$DTYPE" \
   --prefill 2048 --decode-cache 4096 > "$OUT/torch.txt" 2>&1; echo "torch rc=$?" >> "$OUT/torch.txt"
 python3 - "$OUT" <<'PY' | tee "$OUT/table.txt"
 import json, sys, os

@@ -20,7 +20,8 @@
 // `--gemm-shapes` times policy::vulkan<>'s default gemm config at the model
 // shapes of bench/h100_gemm.sh (decode M = 1..16, prefill, non-square N),
 // f32 and f16, each shape on a fresh context, with a 256 MiB copy as the
-// bandwidth reference; `--gemm-sweep` also times candidate configs per
+// bandwidth reference (shapes given as MxNxK after the mode replace that
+// list); `--gemm-sweep` also times candidate configs per
 // shape (kernel, tile, K split), which is how the defaults of
 // vulkan/gemm_config.hpp were chosen. Their timing (per_call_ms) differs
 // from the rest: back-to-back calls in one submission of at least 5 ms,
@@ -288,6 +289,11 @@ std::vector<vulkan::gemm_config> sweep_candidates(const vulkan::device_info& d, 
                {gemm_kernel::tiled, 128, 256, 8, 8, 16, 8, 2, 8, 1}, {gemm_kernel::tiled, 256, 128, 8, 16, 8, 8, 2, 8, 1},
                {gemm_kernel::tiled, 128, 128, 16, 8, 8, 8, 2, 8, 1}, {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
                {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 0, 1}};
+    if (vulkan::coopmat2_available(d, dt))  // workgroup-scope tiles, as coopmat2_default_config orders them
+      for (const gemm_config& t : {gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+                                   gemm_config{gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
+                                   gemm_config{gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1}})
+        tiles.push_back(t);
     for (const auto& t : tiles) {
       if (t.bm > 2 * std::max<std::uint64_t>(m, 16)) continue;
       const std::uint64_t n_tiles = ((m + t.bm - 1) / t.bm) * ((static_cast<std::uint64_t>(sh.n) + t.bn - 1) / t.bn);
@@ -358,7 +364,7 @@ void shape_case(const gemm_shape& sh, const char* dt_name, bool sweep) {
 /// kernel takes seconds to build, and the GPU idles down meanwhile. `--smoke`:
 /// one small shape; its bf16 rows run on any device with 16-bit storage (the
 /// default config there), so that the bf16 path is exercised on lavapipe.
-void coopmat2_sweep(bool smoke) {
+void coopmat2_sweep(bool smoke, bool bf16_only) {
   vulkan::context ctx;
   const auto& d = ctx.info();
   std::printf("coopmat2: %s; max workgroup %u, max dimension %u, reserved shared %u; shapes: %s\n",
@@ -396,6 +402,10 @@ void coopmat2_sweep(bool smoke) {
       }
     }
   };
+  if (bf16_only) {
+    if (d.storage_16bit) bf16_rows();
+    return;
+  }
   if (!vulkan::coopmat2_available(d, dtype::f16)) {
     if (smoke && d.storage_16bit) bf16_rows();
     return;
@@ -800,10 +810,30 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (mode == "--coopmat2") {
-    coopmat2_sweep(argc > 2 && std::string(argv[2]) == "--smoke");
+    // --smoke: tiny shapes (any device); --bf16: only the bf16 rows at full size.
+    coopmat2_sweep(argc > 2 && std::string(argv[2]) == "--smoke", argc > 2 && std::string(argv[2]) == "--bf16");
     return 0;
   }
   if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
+    // Shapes given as MxNxK after the mode replace the built-in list (both dtypes each).
+    std::vector<gemm_shape> given;
+    for (int i = 2; i < argc; ++i) {
+      long long m = 0, n = 0, k = 0;
+      char tail = 0;
+      if (std::sscanf(argv[i], "%lldx%lldx%lld%c", &m, &n, &k, &tail) == 3 && m > 0 && n > 0 && k > 0)
+        given.push_back({static_cast<index_t>(m), static_cast<index_t>(n), static_cast<index_t>(k)});
+      else if (std::string(argv[i]) != "--smoke") {
+        std::fprintf(stderr, "vk_bench: '%s' is not a gemm shape MxNxK\n", argv[i]);
+        return 2;
+      }
+    }
+    if (!given.empty()) {
+      for (const auto& sh : given) {
+        shape_case<float>(sh, "f32", mode == "--gemm-sweep");
+        shape_case<half>(sh, "f16", mode == "--gemm-sweep");
+      }
+      return 0;
+    }
     gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
     return 0;
   }

@@ -261,6 +261,9 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
       }
       CHECK(K0::gemm(d, dt, 1, 4096, 64).splits == 1);       // K too short to split
       CHECK(K0::gemm(d, dt, 1, 128256, 4096).splits == 1);  // the grid fills the device as it is
+      // 16 rows of B per lane step for f32 at 5–8 rows, 8 otherwise (measured on the H100).
+      if (last_gemv >= 8) CHECK(K0::gemm(d, dt, 8, 4096, 4096).bk == (dt == dtype::f32 ? 16u : 8u));
+      CHECK(K0::gemm(d, dt, 1, 4096, 4096).bk == 8);
     }
     // Past the last gemv row, up to 32: 32-row tiles split along K (16 and 17 alike).
     for (const std::uint64_t m : {last_gemv + 1, std::uint64_t{16}, std::uint64_t{17}, std::uint64_t{32}}) {

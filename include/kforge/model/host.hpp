@@ -18,6 +18,7 @@
 // bf16 storage like every CPU op (f32 arithmetic).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <map>

@@ -14,11 +14,13 @@
 //
 // Policy: policy::vulkan<Knobs...> (default), or policy::autotune for its
 // gemms (the tuned config of the tensors' device); ops a policy lacks run on
-// policy::vulkan<>. Weights and activations keep the session's element type
-// on the device: f16 and bf16 sessions need 16-bit storage
-// (vulkan::device_tensor refuses them with unsupported_error elsewhere). The
-// stream times each dispatch (256 at most per recording: beyond that, stages
-// report no time). A session is used from one thread.
+// policy::vulkan<>. Weights and activations are held in the session's dtype
+// on the device (vulkan::device_type_t: bf16 stays bf16, with f32 arithmetic
+// in the kernels and bf16 tensor cores for the gemms where the device has
+// them); f16 and bf16 sessions need 16-bit storage (vulkan::device_tensor
+// refuses them with unsupported_error elsewhere). The stream times each
+// dispatch (256 at most per recording: beyond that, stages report no time).
+// A session is used from one thread.
 #pragma once
 
 #include <chrono>

@@ -297,6 +297,10 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   c.bm = detail::pow2_at_least(std::min<std::uint64_t>(std::max<std::uint64_t>(m, 1), 16));
   c.tn = (dt == dtype::f16 || dt == dtype::bf16) && c.bm <= 8 ? 8 : 4;
   c.bk = c.bm <= 8 ? 8 : 4;
+  // f32 with 5–8 rows: 16 rows of B per lane step (vk_bench --gemm-sweep on the H100,
+  // docs/bench/h100-2026-11-24-run2/sweep8.txt: 8×128256×4096 0.95 ms against 1.43 with 8,
+  // 8×14336×4096 0.126 against 0.172).
+  if (dt == dtype::f32 && c.bm == 8) c.bk = 16;
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
   c.splits = detail::splits_to_fill(blocks, k, gemv_fill, gemv_min_steps * gemm_k_step(c));
@@ -305,7 +309,7 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
 
 /// The untuned coopmat2 config for an m×n×k gemm (vk_bench --coopmat2 on the H100,
 /// docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 over 256 invocations, 4 K steps per loop
-/// iteration, where its grid has >= 192 tiles (4096³ 303 TFLOP/s, 8192³ 326, 512×14336×4096 264);
+/// iteration, where M >= 65 and its grid has >= 192 tiles (4096³ 303 TFLOP/s, 8192³ 326, 512×14336×4096 264);
 /// else the first of 128×128×32/256, 64×128×32/128 and 32×128×32/128 (at most the next power of two
 /// >= M tall) whose grid has 128 tiles, unsplit (512×4096×4096: 128×128 187 TFLOP/s, any split of
 /// any tile 39–84: the split's partial sums cost more than the thin grid); else the first of those
@@ -322,7 +326,7 @@ inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::
   auto tiles = [&](const gemm_config& c) { return ((m + c.bm - 1) / c.bm) * ((n + c.bn - 1) / c.bn); };
   auto ok = [&](const gemm_config& c) { return gemm_config_check(d, dt, c).empty(); };
   const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
-  if (tiles(wide) >= 192 && ok(wide)) return wide;
+  if (wide.bm <= max_bm && tiles(wide) >= 192 && ok(wide)) return wide;  // not for a few rows: 8×128256 ran 4× slower
   for (const auto& c : order)
     if (c.bm <= max_bm && tiles(c) >= 128 && ok(c)) return c;
   for (const auto& c0 : order) {
