@@ -143,9 +143,10 @@ float kf_nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? KF_NAN : (a
 // Function codes: kforge::fn's enumerator values.
 float kf_apply(int f, float x, float slope) {
   if (f == 0) return x;
-  // relu/leaky_relu test NaN explicitly: NVIDIA's compiler turns x < 0 ? 0 : x
-  // into max(x, 0), which returns 0 for NaN (seen on the H100).
-  if (f == 1) return isnan(x) ? x : (x < 0.0 ? 0.0 : x);
+  // relu clears the bits of negative x with a mask: NVIDIA's compiler turns
+  // x < 0 ? 0 : x (even behind an isnan test) into max(x, 0), which returns
+  // 0 for NaN and +0 for -0 (both seen on the H100); relu keeps both.
+  if (f == 1) return uintBitsToFloat(floatBitsToUint(x) & (x < 0.0 ? 0u : 0xffffffffu));
   if (f == 2) return isnan(x) ? x : (x < 0.0 ? slope * x : x);
   if (f == 3) return 0.5 * x * (1.0 + kf_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
   if (f == 4) return 0.5 * x * (1.0 + kf_erf(x * 0.7071067811865476));

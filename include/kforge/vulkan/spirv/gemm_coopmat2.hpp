@@ -109,7 +109,11 @@ struct fmath {
     const id nan = mb.inst(op::is_nan, b, {x});
     switch (act) {
       case fn::identity: return x;
-      case fn::relu: return sel(nan, x, sel(lt(x, c(0.0f)), c(0.0f), x));
+      case fn::relu: {  // kf_apply's bit mask: keeps NaN and -0, which a folded max would not
+        const id u32 = mb.type_uint();
+        const id keep = mb.inst(op::select, u32, {lt(x, c(0.0f)), mb.const_uint(0u), mb.const_uint(~0u)});
+        return mb.inst(op::bitcast, f32, {mb.inst(op::bitwise_and, u32, {mb.inst(op::bitcast, u32, {x}), keep})});
+      }
       case fn::leaky_relu: return sel(nan, x, sel(lt(x, c(0.0f)), mul(slope, x), x));
       case fn::gelu_tanh:
         return mul(mul(c(0.5f), x),
@@ -135,8 +139,11 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   } else {
     mb.capability(cap::float16);
   }
-  // The epilogue runs per element (alpha, beta·C, bias, activation) where it is more than alpha·acc.
-  const bool per_element = !v.split && (v.bias || v.read_c || v.act != fn::identity);
+  // The epilogue runs per element (alpha, beta·C, bias, activation) where it is more than alpha·acc,
+  // and always for bf16 C: NVIDIA converts a f32 coopmat to bf16 rounding toward zero (seen on the
+  // H100), so the epilogue rounds each value to the nearest even bf16 first, which any rounding mode
+  // then converts exactly.
+  const bool per_element = !v.split && (v.bf16 || v.bias || v.read_c || v.act != fn::identity);
   if (per_element) mb.capability(cap::cooperative_matrix_per_element_nv);
   mb.extension("SPV_KHR_cooperative_matrix");
   mb.extension("SPV_NV_cooperative_matrix2");
@@ -213,7 +220,17 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     }
     // Columns past N read the last bias (their results are dropped by the store).
     if (v.bias) x = f.add(x, read16(buf_bias, umin(gn, ui(op::i_sub, nn, one))));
-    mb.inst_void(op::return_value, {f.activation(v.act, x, slope)});
+    x = f.activation(v.act, x, slope);
+    if (v.bf16) {
+      // kf_bf16_bits (shaders/common.hpp) kept in f32: round to nearest even, NaN -> quiet NaN of its sign.
+      const id u = mb.inst(op::bitcast, u32, {x});
+      const id is_nan = mb.inst(op::u_greater_than, f.b, {ui(op::bitwise_and, u, mb.const_uint(0x7fffffffu)), mb.const_uint(0x7f800000u)});
+      const id odd = ui(op::bitwise_and, ui(op::shift_right_logical, u, mb.const_uint(16)), one);
+      const id rounded = ui(op::bitwise_and, ui(op::i_add, ui(op::i_add, u, mb.const_uint(0x7fffu)), odd), mb.const_uint(0xffff0000u));
+      const id quiet = ui(op::bitwise_or, ui(op::bitwise_and, u, mb.const_uint(0x80000000u)), mb.const_uint(0x7fc00000u));
+      x = mb.inst(op::bitcast, f32, {mb.inst(op::select, u32, {is_nan, quiet, rounded})});
+    }
+    mb.inst_void(op::return_value, {x});
     mb.end_function();
   }
 
