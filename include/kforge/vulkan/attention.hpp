@@ -193,7 +193,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     const attention_coopmat_config c = config ? *config : attention_coopmat_default(a.d, a.dv);
     const std::string why = attention_coopmat_check(ctx.info(), dt, a.d, a.dv, c);
     if (!why.empty()) throw unsupported_error("kforge::vulkan: attention_coopmat: " + why);
-    const auto v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
+    const auto& v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
     const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2, 3, 4}}, {32 * c.warps, pc.d, pc.dv, c.bkv, c.rf});
     const std::uint64_t blocks = static_cast<std::uint64_t>(pc.bh) * ((static_cast<std::uint64_t>(a.s) + c.rows() - 1) / c.rows());
     s.dispatch(p, io, &pc, sizeof pc, grid(blocks), "attention coopmat");
@@ -213,12 +213,12 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     const std::uint64_t part_bytes = cut.nsplit > 1 ? 4ull * cut.nsplit * nbk * rows * (static_cast<std::uint64_t>(a.dv) + 2) : 4;
     u32(static_cast<index_t>(part_bytes / 4), "split partials");
     const buffer_ref part = s.keep(ctx.device_memory().allocate(part_bytes)).ref();
-    const auto v = make_variant("attention_split", shaders::attention_split, dt, {{"KF_VEC", std::to_string(vec)}});
+    const auto& v = make_variant("attention_split", shaders::attention_split, dt, {{"KF_VEC", std::to_string(vec)}});
     const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3}}, {attention_split_wg, pc.d, pc.dv, rows});
     s.dispatch(p, {{q}, {k}, {v_}, {o, cut.nsplit == 1}, {part, cut.nsplit > 1}}, &ps, sizeof ps,
                grid(nbk * cut.nsplit), "attention split");
     if (cut.nsplit > 1) {
-      const auto mv = make_variant("attention_merge", shaders::attention_merge, dt, {});
+      const auto& mv = make_variant("attention_merge", shaders::attention_merge, dt, {});
       const auto& mp = ctx.get_pipeline(mv, {2, sizeof ps, {0, 1, 2}}, {attention_split_wg, pc.dv, rows});
       s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows), "attention merge");
     }
@@ -231,7 +231,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     throw unsupported_error("kforge::vulkan: attention head dims D=" + std::to_string(a.d) + ", Dv=" + std::to_string(a.dv) +
                             " need " + std::to_string(shared) + " bytes of shared memory; device '" + ctx.info().name +
                             "' allows " + std::to_string(ctx.info().max_shared_memory));
-  const auto v = make_variant("attention_flash", shaders::attention, dt, {});
+  const auto& v = make_variant("attention_flash", shaders::attention, dt, {});
   const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1}}, {wg, maxd});
   s.dispatch(p, io, &pc, sizeof pc, grid(static_cast<std::uint64_t>(a.b * a.h * a.s)), "attention");
 }

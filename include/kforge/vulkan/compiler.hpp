@@ -83,6 +83,9 @@ struct shader_variant {
   std::string source;
   std::vector<std::pair<std::string, std::string>> defines;
   std::vector<std::uint32_t> spirv;  ///< non-empty: this module, checked by spirv::check_module, no GLSL
+  /// shader_compiler::cache_key of the fields above where the maker computed it once and
+  /// keeps the variant unchanged (detail::make_variant's); empty: computed on each use.
+  std::string key;
 };
 
 /// What the host binds: storage buffers 0..bindings-1 in set 0, a push-constant
@@ -178,6 +181,7 @@ class shader_compiler {
   }
 
   static std::string cache_key(const shader_variant& v) {
+    if (!v.key.empty()) return v.key;
     if (!v.spirv.empty())
       return detail::hex64(detail::fnv1a(std::string_view(reinterpret_cast<const char*>(v.spirv.data()), v.spirv.size() * 4),
                                          detail::fnv1a("kforge-spirv\n" + v.name)));

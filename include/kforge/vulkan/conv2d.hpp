@@ -28,8 +28,8 @@ inline void record_conv2d(stream& s, dtype dt, const gemm_tiling& t, index_t n_i
   using namespace detail;
   context& ctx = s.ctx();
   check_tiling(ctx, t, "conv2d");
-  const auto v = make_variant("conv2d_implicit_gemm", shaders::gemm, dt,
-                              {{"KF_CONV", "1"}, {"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}});
+  const auto& v = make_variant("conv2d_implicit_gemm", shaders::gemm, dt,
+                               {{"KF_CONV", "1"}, {"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}});
   const auto& pl = ctx.get_pipeline(v, {4, sizeof(conv_push), {0, 1, 2, 3, 4, 5}}, {t.wg(), t.bm, t.bn, t.bk, t.tm, t.tn});
   conv_push pc{u32(kt / groups, "K/groups"), u32(n_img * p * q, "N*P*Q"), u32(c / groups * r * sw_, "C/groups*R*S"),
                u32(c, "C"), u32(h, "H"), u32(w, "W"), u32(p, "P"), u32(q, "Q"), u32(r, "R"), u32(sw_, "S"),

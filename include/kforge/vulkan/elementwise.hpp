@@ -17,7 +17,7 @@ inline void record_unary(stream& s, dtype dt, std::uint32_t wg, fn f, float slop
   using namespace detail;
   check_wg(s.ctx(), wg, "unary");
   const bool vec = n % 4 == 0;
-  const auto v = make_variant("unary", shaders::unary, dt, {{"KF_FN", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
+  const auto& v = make_variant("unary", shaders::unary, dt, {{"KF_FN", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
   const auto& p = s.ctx().get_pipeline(v, {2, 8, {0}}, {wg});
   struct {
     std::uint32_t n;
@@ -44,7 +44,7 @@ inline void record_copy(stream& s, buffer_ref src, buffer_ref dst, std::uint64_t
   check_wg(s.ctx(), wg, "copy");
   if (unroll == 0 || unroll > 16 || (unroll & (unroll - 1)))
     throw argument_error("kforge::vulkan::record_copy: unroll must be 1, 2, 4, 8 or 16, not " + std::to_string(unroll));
-  const auto v = make_variant("copy_vec4", shaders::copy_vec4, dtype::f32, {{"KF_U", str(static_cast<int>(unroll))}});
+  const auto& v = make_variant("copy_vec4", shaders::copy_vec4, dtype::f32, {{"KF_U", str(static_cast<int>(unroll))}});
   const auto& p = s.ctx().get_pipeline(v, {2, 4, {0}}, {wg});
   const std::uint32_t n = static_cast<std::uint32_t>(bytes / 16);
   const std::uint64_t per_group = std::uint64_t{unroll} * wg;
@@ -66,7 +66,7 @@ inline void record_binary(stream& s, dtype dt, std::uint32_t wg, binop f, const 
     if (sa[i] != want || sb[i] != want) vec = false;
     st *= dims[i];
   }
-  const auto v = make_variant("binary", shaders::binary, dt, {{"KF_OP", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
+  const auto& v = make_variant("binary", shaders::binary, dt, {{"KF_OP", str(static_cast<int>(f))}, {"KF_VEC", vec ? "1" : "0"}});
   const auto& p = s.ctx().get_pipeline(v, {3, 80, {0}}, {wg});
   struct {
     std::uint32_t n, rank, dims[6], sa[6], sb[6];

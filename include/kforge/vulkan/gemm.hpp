@@ -44,7 +44,7 @@ inline bool gemm_vector_loads(const gemm_config& cfg, index_t n, index_t k) {
 }
 
 /// The SPIR-V variant of the coopmat2 kernel (emitted once per variant and kept).
-inline shader_variant gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spec) {
+inline const shader_variant& gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spec) {
   static std::mutex mu;
   static std::map<std::string, shader_variant> made;
   const std::string name = spec.name();
@@ -54,6 +54,7 @@ inline shader_variant gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spe
     shader_variant v;
     v.name = name;
     v.spirv = spirv::gemm_coopmat2(spec);
+    v.key = shader_compiler::cache_key(v);
     it = made.emplace(name, std::move(v)).first;
   }
   return it->second;
@@ -65,7 +66,7 @@ inline shader_variant gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spe
 /// split: the kernel writes the partial sums of one K split
 /// (shaders/gemm_common.hpp, KF_SPLIT); read_c: beta != 0 (coopmat2 only:
 /// the GLSL kernels test beta at run time).
-inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false,
+inline const shader_variant& gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false,
                                    bool read_c = false) {
   if (cfg.kernel == gemm_kernel::coopmat2)
     return gemm_coopmat2_variant({dt == dtype::bf16, bias && !split, split ? fn::identity : act, read_c && !split, split, cfg.tm});
@@ -98,7 +99,7 @@ inline shader_variant gemm_variant(const gemm_config& cfg, dtype dt, bool bias, 
 }
 
 /// The split-K sum pass (shaders/gemm_splitk.hpp) with gemm's epilogue.
-inline shader_variant gemm_splitk_variant(dtype dt, bool bias, fn act) {
+inline const shader_variant& gemm_splitk_variant(dtype dt, bool bias, fn act) {
   return make_variant("gemm_splitk_reduce",
                       std::string(shaders::gemm_splitk_bindings) + shaders::gemm_push + shaders::gemm_epilogue +
                           shaders::gemm_splitk_reduce,
@@ -126,7 +127,7 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
   const std::uint32_t splits = gemm_splits_used(cfg, pc.k);
   if (splits > 1) u32(static_cast<index_t>(splits) * m * n, "split-K partial sums (splits·M·N)");
   const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  const shader_variant v =
+  const shader_variant& v =
       gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), splits > 1, beta != 0.0f);
   const pipeline* p = nullptr;
   switch (cfg.kernel) {

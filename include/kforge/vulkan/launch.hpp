@@ -11,7 +11,10 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -26,17 +29,34 @@ inline std::string str(int v) { return std::to_string(v); }
 /// A kernel variant: the common prelude + body, with dtype and extra defines.
 /// dt is the storage type of the kernel's tensors: f32, f16 or bf16
 /// (KF_F16 / KF_BF16, shaders/common.hpp); the arithmetic is f32 in each.
-inline shader_variant make_variant(const std::string& name, const std::string& body, dtype dt,
-                                   std::vector<std::pair<std::string, std::string>> defines) {
+/// Each variant is made once per process and kept, with its cache key: the
+/// key hashes the whole source (tens of KB), which done per dispatch cost
+/// ~25 µs of host time each, most of a decode step's recording. `name`
+/// names one body (a second body under a name is an internal error).
+inline const shader_variant& make_variant(const std::string& name, const std::string& body, dtype dt,
+                                          std::vector<std::pair<std::string, std::string>> defines) {
   if (dt != dtype::f32 && dt != dtype::f16 && dt != dtype::bf16)
     throw unsupported_error("kforge::vulkan: " + name + " runs on f32, f16 or bf16 device data, not " +
                             std::string(to_string(dt)));
-  shader_variant v;
-  v.name = name;
-  v.source = std::string(shaders::common) + body;
   defines.insert(defines.begin(), {{"KF_F16", dt == dtype::f16 ? "1" : "0"}, {"KF_BF16", dt == dtype::bf16 ? "1" : "0"}});
-  v.defines = std::move(defines);
-  return v;
+  std::string id = name;
+  for (const auto& [k, v] : defines) id += "\n" + k + "=" + v;
+  static std::mutex mu;
+  static std::map<std::string, shader_variant, std::less<>> made;
+  const std::string_view common(shaders::common);
+  std::lock_guard lock(mu);
+  auto it = made.find(id);
+  if (it == made.end()) {
+    shader_variant v;
+    v.name = name;
+    v.source = std::string(common) + body;
+    v.defines = std::move(defines);
+    v.key = shader_compiler::cache_key(v);
+    it = made.emplace(std::move(id), std::move(v)).first;
+  } else if (std::string_view(it->second.source).substr(common.size()) != body) {
+    throw error("kforge::vulkan: internal: two kernel bodies named '" + name + "'");
+  }
+  return it->second;
 }
 
 /// A 2-D grid of `count` workgroups (x capped at 65535; kernels use kf_group_id()).

@@ -15,7 +15,7 @@ inline void record_reduce(stream& s, dtype dt, std::uint32_t wg, reduce_fn f, in
                           buffer_ref x, buffer_ref y) {
   using namespace detail;
   check_wg(s.ctx(), wg, "reduce");
-  const auto v = make_variant("reduce", shaders::reduce, dt, {{"KF_RED", str(static_cast<int>(f))}});
+  const auto& v = make_variant("reduce", shaders::reduce, dt, {{"KF_RED", str(static_cast<int>(f))}});
   const auto& p = s.ctx().get_pipeline(v, {2, 12, {0}}, {wg});
   struct {
     std::uint32_t outer, n, inner;

@@ -127,9 +127,9 @@ inline void record_norm(stream& s, dtype dt, std::uint32_t wg, index_t rows, ind
     return;
   }
   const std::uint32_t r = row_regs(cols, g);
-  const auto v = r ? make_variant(name + "_rowreg", shaders::norm_rowreg, dt,
-                                  {{"KF_RMS", beta ? "0" : "1"}, {"KF_R", str(static_cast<int>(r))}})
-                   : make_variant(name, shaders::norm, dt, {{"KF_RMS", beta ? "0" : "1"}});
+  const auto& v = r ? make_variant(name + "_rowreg", shaders::norm_rowreg, dt,
+                                   {{"KF_RMS", beta ? "0" : "1"}, {"KF_R", str(static_cast<int>(r))}})
+                    : make_variant(name, shaders::norm, dt, {{"KF_RMS", beta ? "0" : "1"}});
   s.dispatch(ctx.get_pipeline(v, {4, 12, {0}}, {g}), bufs, &pc, sizeof pc, grid(static_cast<std::uint64_t>(rows)), name);
 }
 
