@@ -143,10 +143,13 @@ float kf_nan_min(float a, float b) { return (isnan(a) || isnan(b)) ? KF_NAN : (a
 // Function codes: kforge::fn's enumerator values.
 float kf_apply(int f, float x, float slope) {
   if (f == 0) return x;
-  // relu clears the bits of negative x with a mask: NVIDIA's compiler turns
-  // x < 0 ? 0 : x (even behind an isnan test) into max(x, 0), which returns
-  // 0 for NaN and +0 for -0 (both seen on the H100); relu keeps both.
-  if (f == 1) return uintBitsToFloat(floatBitsToUint(x) & (x < 0.0 ? 0u : 0xffffffffu));
+  // relu decides on the bits: NVIDIA's compiler turns x < 0 ? 0 : x into
+  // max(x, 0) (NaN -> 0, -0 -> +0) and compares NaN < 0 as true even inside a
+  // bit mask (all seen on the H100); relu keeps NaN and -0 like the host.
+  if (f == 1) {
+    uint u = floatBitsToUint(x), a = u & 0x7fffffffu;
+    return uintBitsToFloat((u >> 31) != 0u && a != 0u && a <= 0x7f800000u ? 0u : u);
+  }
   if (f == 2) return isnan(x) ? x : (x < 0.0 ? slope * x : x);
   if (f == 3) return 0.5 * x * (1.0 + kf_tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
   if (f == 4) return 0.5 * x * (1.0 + kf_erf(x * 0.7071067811865476));

@@ -109,10 +109,15 @@ struct fmath {
     const id nan = mb.inst(op::is_nan, b, {x});
     switch (act) {
       case fn::identity: return x;
-      case fn::relu: {  // kf_apply's bit mask: keeps NaN and -0, which a folded max would not
+      case fn::relu: {  // kf_apply's test on the bits: keeps NaN and -0, which NVIDIA's float compares do not
         const id u32 = mb.type_uint();
-        const id keep = mb.inst(op::select, u32, {lt(x, c(0.0f)), mb.const_uint(0u), mb.const_uint(~0u)});
-        return mb.inst(op::bitcast, f32, {mb.inst(op::bitwise_and, u32, {mb.inst(op::bitcast, u32, {x}), keep})});
+        auto ui = [&](op o, id p, id q) { return mb.inst(o, u32, {p, q}); };
+        auto test = [&](op o, id p, id q) { return mb.inst(o, b, {p, q}); };
+        const id u = mb.inst(op::bitcast, u32, {x}), a = ui(op::bitwise_and, u, mb.const_uint(0x7fffffffu));
+        const id negative = mb.inst(op::logical_and, b, {test(op::i_not_equal, ui(op::shift_right_logical, u, mb.const_uint(31)), mb.const_uint(0)),
+                                                         mb.inst(op::logical_and, b, {test(op::i_not_equal, a, mb.const_uint(0)),
+                                                                                      test(op::u_less_than_equal, a, mb.const_uint(0x7f800000u))})});
+        return mb.inst(op::bitcast, f32, {mb.inst(op::select, u32, {negative, mb.const_uint(0), u})});
       }
       case fn::leaky_relu: return sel(nan, x, sel(lt(x, c(0.0f)), mul(slope, x), x));
       case fn::gelu_tanh:
