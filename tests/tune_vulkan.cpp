@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,41 @@ TEST_CASE("vulkan tuning: valid_configs are the backend's configs the device run
     CHECK(defaults == 1);
   }
   CHECK(kforge::vulkan::valid_configs(*ctx, kforge::dtype::f64).empty());
+}
+
+TEST_CASE("vulkan tuning: every kernel's config survives its cache entry and keeps its workgroup") {
+  // No device needed: a coopmat2 config once lost its subgroups (invocations 0) and could not be read back.
+  std::vector<gemm_config> cs;
+  for (auto k : {gemm_kernel::generic, gemm_kernel::tiled, gemm_kernel::coopmat_f16, gemm_kernel::gemv, gemm_kernel::coopmat2}) {
+    gemm_config c;
+    c.kernel = k;
+    if (k == gemm_kernel::coopmat2) c = {gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1};
+    if (k == gemm_kernel::gemv) c = {gemm_kernel::gemv, 8, 256, 8, 0, 4, 8, 0, 0, 16};
+    cs.push_back(c);
+  }
+  std::set<std::string> names;
+  for (const auto& c : cs) {
+    CAPTURE(kforge::vulkan::to_string(c.kernel));
+    const auto back = tune::vulkan_config_of(tune::vulkan_config_entry(c));
+    REQUIRE(back.has_value());
+    CHECK(back->kernel == c.kernel);
+    CHECK(back->wg() == c.wg());
+    CHECK(tune::vulkan_config_name(*back) == tune::vulkan_config_name(c));
+    names.insert(tune::vulkan_config_name(c));
+  }
+  CHECK(names.size() == cs.size());
+  CHECK(tune::vulkan_config_name(cs.back()) == "vulkan/coopmat2/128x256x32/u4w8/g8");
+  gemm_config other = cs.back();
+  other.tm = 2;  // another unroll is another candidate
+  CHECK(tune::vulkan_config_name(other) != tune::vulkan_config_name(cs.back()));
+  if (auto* ctx = kft::test_context())
+    for (const auto dt : {kforge::dtype::f32, kforge::dtype::f16, kforge::dtype::bf16})
+      for (const auto& c : kforge::vulkan::valid_configs(*ctx, dt)) {
+        const auto back = tune::vulkan_config_of(tune::vulkan_config_entry(c));
+        REQUIRE(back.has_value());
+        CHECK(back->wg() == c.wg());
+        CHECK(kforge::vulkan::gemm_config_check(ctx->info(), kforge::vulkan::device_dtype(ctx->info(), dt), *back).empty());
+      }
 }
 
 TEST_CASE("vulkan tuning: gemm_with_tiling matches eigen and times the dispatch") {

@@ -50,10 +50,11 @@ inline device_identity vulkan_identity(const vulkan::context& ctx) {
 namespace detail {
 /// Zeroes the knobs a kernel ignores, so that equal configs compare (and
 /// name) equal: warps for generic/tiled, thread tile for coopmat, the tile
-/// order for generic.
+/// order for generic; coopmat2 keeps its warps (invocations) and tm (unroll).
 inline vulkan::gemm_config normalised(vulkan::gemm_config c) {
   if (c.kernel == vulkan::gemm_kernel::coopmat_f16) c.tm = c.tn = 0;
   else if (c.kernel == vulkan::gemm_kernel::gemv) c.tm = c.warps_m = c.group_m = 0;
+  else if (c.kernel == vulkan::gemm_kernel::coopmat2) c.tn = c.warps_m = 0;
   else c.warps = c.warps_m = 0;
   if (c.kernel == vulkan::gemm_kernel::generic) c.group_m = 0;
   return c;
@@ -61,19 +62,31 @@ inline vulkan::gemm_config normalised(vulkan::gemm_config c) {
 }  // namespace detail
 
 /// "vulkan/tiled/128x64x8/8x4/g8", "vulkan/coopmat_f16/128x128x32/w8x2/g8/s4",
-/// "vulkan/gemv/8x256x8/t4w8/g0/s16", "vulkan/generic/64x64x16/4x4/g0":
-/// kernel, tile M×N×K, thread tile (or subgroups × subgroup rows; gemv:
-/// columns per invocation and subgroups), tile-order group, and "/s<splits>"
-/// where K is split (names of unsplit configs are those of earlier caches).
+/// "vulkan/gemv/8x256x8/t4w8/g0/s16", "vulkan/generic/64x64x16/4x4/g0",
+/// "vulkan/coopmat2/128x256x32/u4w8/g8": kernel, tile M×N×K, thread tile (or
+/// subgroups × subgroup rows; gemv: columns per invocation and subgroups;
+/// coopmat2: K steps per unrolled iteration and subgroups), tile-order group,
+/// and "/s<splits>" where K is split (names of unsplit configs are those of
+/// earlier caches).
 inline std::string vulkan_config_name(const vulkan::gemm_config& raw) {
   const auto c = detail::normalised(raw);
   auto n = [](std::uint32_t v) { return std::to_string(v); };
   std::string s = std::string("vulkan/") + vulkan::to_string(c.kernel) + "/" + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + "/";
   if (c.kernel == vulkan::gemm_kernel::coopmat_f16) s += "w" + n(c.warps) + "x" + n(c.warps_m);
   else if (c.kernel == vulkan::gemm_kernel::gemv) s += "t" + n(c.tn) + "w" + n(c.warps);
+  else if (c.kernel == vulkan::gemm_kernel::coopmat2) s += "u" + n(c.tm) + "w" + n(c.warps);
   else s += n(c.tm) + "x" + n(c.tn);
   s += "/g" + n(c.group_m);
   return c.splits == 1 ? s : s + "/s" + n(c.splits);
+}
+
+/// The tuning-cache entry of a config (vulkan_config_of reads it back).
+inline config vulkan_config_entry(const vulkan::gemm_config& raw) {
+  const auto c = detail::normalised(raw);
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  return {{"policy", "vulkan"}, {"kernel", vulkan::to_string(c.kernel)}, {"bm", n(c.bm)}, {"bn", n(c.bn)},
+          {"bk", n(c.bk)},      {"tm", n(c.tm)},  {"tn", n(c.tn)},       {"warps", n(c.warps)},
+          {"warps_m", n(c.warps_m)}, {"group_m", n(c.group_m)}, {"splits", n(c.splits)}};
 }
 
 /// The candidate that runs gemm with config cfg on ctx (cfg is not checked
@@ -84,10 +97,7 @@ inline candidate vulkan_gemm_candidate(vulkan::context& ctx, const vulkan::gemm_
   candidate out;
   out.name = vulkan_config_name(c);
   out.family = "vulkan";
-  auto n = [](std::uint32_t v) { return std::to_string(v); };
-  out.cfg = {{"policy", "vulkan"}, {"kernel", vulkan::to_string(c.kernel)}, {"bm", n(c.bm)}, {"bn", n(c.bn)},
-             {"bk", n(c.bk)},      {"tm", n(c.tm)},  {"tn", n(c.tn)},       {"warps", n(c.warps)},
-             {"warps_m", n(c.warps_m)}, {"group_m", n(c.group_m)}, {"splits", n(c.splits)}};
+  out.cfg = vulkan_config_entry(c);
   vulkan::context* cp = &ctx;
   out.run = [cp, c](const problem& p, std::vector<host_tensor>& ts) { vulkan::gemm_with_config(*cp, c, p, ts); };
   out.device_seconds = [] { return vulkan::last_gemm_seconds(); };
@@ -119,6 +129,7 @@ inline std::optional<vulkan::gemm_config> vulkan_config_of(const config& c) {
   else if (k == "tiled") g.kernel = vulkan::gemm_kernel::tiled;
   else if (k == "coopmat_f16") g.kernel = vulkan::gemm_kernel::coopmat_f16;
   else if (k == "gemv") g.kernel = vulkan::gemm_kernel::gemv;
+  else if (k == "coopmat2") g.kernel = vulkan::gemm_kernel::coopmat2;
   else return std::nullopt;
   std::uint32_t* fields[] = {&g.bm, &g.bn, &g.bk, &g.tm, &g.tn, &g.warps, &g.warps_m, &g.group_m, &g.splits};
   const char* keys[] = {"bm", "bn", "bk", "tm", "tn", "warps", "warps_m", "group_m", "splits"};
