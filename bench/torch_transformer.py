@@ -1,7 +1,7 @@
 # bench/torch_transformer.py — the PyTorch peer of `kforge transformer`: the
 # same decoder (tools' presets: kforge::model::preset, include/kforge/model/
 # config.hpp) in PyTorch eager, as a user writes it, timed the way
-# bench/torch_timing.py times a call (0.25 s of GPU warm-up, then the median
+# bench/torch_timing.py times a call (1.5 s of GPU warm-up as kforge transformer, then the median
 # of CUDA-event-timed calls).
 #
 #   python3 bench/torch_transformer.py --preset llama3-8b --dtype f16 --layers 1 --prefill 2048 --decode-cache 4096
@@ -133,13 +133,13 @@ def main():
     with torch.no_grad():
         if a.prefill > 0:
             x = torch.randn(a.prefill, c["hidden"], device="cuda", dtype=dt)
-            ms = med(lambda: m.step(x, 0), reps=a.reps)
+            ms = med(lambda: m.step(x, 0), reps=a.reps, warm_s=1.5)
             print(f"RESULT {a.preset} prefill {a.dtype} {ms:.4f} {a.prefill / ms * 1e3:.1f}")
         if a.decode_cache > 0:
             fill = torch.randn(a.decode_cache, c["hidden"], device="cuda", dtype=dt)
             m.step(fill, 0)  # the cache holds decode_cache tokens
             x1 = torch.randn(1, c["hidden"], device="cuda", dtype=dt)
-            ms = med(lambda: m.step(x1, a.decode_cache), reps=a.reps)
+            ms = med(lambda: m.step(x1, a.decode_cache), reps=a.reps, warm_s=1.5)
             print(f"RESULT {a.preset} decode {a.dtype} {ms:.4f} {1e3 / ms:.1f}")
 
 

@@ -19,7 +19,7 @@ const std::vector<std::string> value_options = {
     "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
     "total-timeout-ms", "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed",
     "vs", "strategy", "budget", "trials", "device", "roofline", "preset", "layers", "prefill", "decode", "verify-decode",
-    "baseline", "compare", "max-slowdown", "time-floor-us"};
+    "baseline", "compare", "max-slowdown", "time-floor-us", "warmup"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated",
                                                "no-verify"};
 

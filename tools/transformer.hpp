@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -71,9 +72,14 @@ void time_session(Session& s, const model::config& c, const transformer_request&
   std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block;
   std::vector<std::vector<double>> pre_t, dec_t;  // [rep][call]
   std::vector<model::stage_time> pre_calls, dec_calls;
-  const auto warm_start = std::chrono::steady_clock::now();
-  for (int rep = -1; rep < r.reps; ++rep) {  // rep -1: warm-up (pipelines, caches, pool threads, clocks)
-    if (rep == 0 && std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < r.warm_s) rep = -1;
+  // rep -1: warm-up. The first one creates pipelines and caches and fills pools (seconds on a cold
+  // cache, with the GPU idle); r.warm_s of repetitions follow it, long enough for a GPU's clocks to rise.
+  std::optional<std::chrono::steady_clock::time_point> warm_start;
+  for (int rep = -1; rep < r.reps; ++rep) {
+    if (rep == 0) {
+      if (!warm_start) warm_start = std::chrono::steady_clock::now();
+      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - *warm_start).count() < r.warm_s) rep = -1;
+    }
     s.reset();
     auto t0 = std::chrono::steady_clock::now();
     s.step(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
