@@ -67,7 +67,8 @@ int cmd_run(const args& a) {
 int cmd_validate(const args& a) {
   const problem p = problem_from(a);
   suite_options o;
-  o.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, static_cast<double>(o.seed)));
+  // Only a given seed goes through number_option: the default's 64 bits do not fit a double.
+  if (a.get("seed")) o.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
   require_host_memory(p, validation_bytes(p), validation_bytes_what);
   const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
   const policy_entry& e = chosen.entry;

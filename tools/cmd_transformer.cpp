@@ -276,7 +276,7 @@ int compare_reports(const args& a, const thresholds& th) {
 int cmd_transformer(const args& a) {
   thresholds th;
   th.max_slowdown = number_option(a.values, "max-slowdown", {1, 1e6, false, false}, th.max_slowdown);
-  th.time_floor_s = 1e-6 * number_option(a.values, "time-floor-us", {0, 1e12, false, true}, th.time_floor_s * 1e6);
+  if (a.get("time-floor-us")) th.time_floor_s = 1e-6 * number_option(a.values, "time-floor-us", {0, 1e12, false, true}, 0);
   if (a.get("compare")) return compare_reports(a, th);
 
   transformer_request r;
@@ -285,7 +285,8 @@ int cmd_transformer(const args& a) {
   try {
     r.cfg = model::preset(*preset);
     r.cfg.layers = static_cast<index_t>(number_option(a.values, "layers", {1, 4096, false, true}, static_cast<double>(r.cfg.layers)));
-    r.cfg.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, static_cast<double>(r.cfg.seed)));
+    // Only a given seed goes through number_option: a default's 64 bits need not fit a double.
+    if (a.get("seed")) r.cfg.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
     r.cfg.validate();
     // Token counts: at most 2^20 (a cache of more rows is no transformer run a machine holds).
     r.prefill = static_cast<index_t>(number_option(a.values, "prefill", {1, 1 << 20, false, true}, static_cast<double>(r.prefill)));
