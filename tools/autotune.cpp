@@ -142,8 +142,10 @@ chosen_policy resolve_autotune(const problem& p) {
     throw environment_error(e.what());
   }
 }
+void check_env_tune() { (void)tune::autotune_settings(); }
 #else
 std::string autotune_choice::json() const { return "{}"; }
+void check_env_tune() {}
 
 chosen_policy resolve_autotune(const problem&) {
   throw usage_error("--policy autotune needs kforge::tune (simdjson), and this kforge was built without it");

@@ -12,6 +12,12 @@
 
 namespace kforge::tool {
 
+void check_env_cpu() {
+  (void)cpu::default_num_threads();
+  (void)cpu::spin_before_sleep();
+  (void)cpu::detail::gemm_parallel_min_flops();
+}
+
 void register_cpu(std::vector<policy_entry>& out) {
   auto add = [&](std::string name, std::string detail, auto run_fn) {
     policy_entry e;  // named members: the optional ones keep their defaults

@@ -123,6 +123,7 @@ std::string vulkan_problem() {
     return e.what();
   }
 }
+void check_env_vulkan() { (void)vulkan::context::with_env({}); }
 void register_vulkan(std::vector<policy_entry>& out) {
   policy_entry e;
   e.name = "vulkan";
@@ -130,6 +131,12 @@ void register_vulkan(std::vector<policy_entry>& out) {
   e.unavailable = [] { return vulkan_problem(); };
   e.device_seconds = [] { return vulkan::last_call_seconds(); };  // the kernels' GPU time, no transfers
   e.time_resident = &time_resident;
+  e.device_memory = [] {
+    std::uint64_t heap = 0;
+    for (const auto& h : vulkan::default_context().info().heaps)
+      if (h.device_local) heap = std::max(heap, h.size);
+    return memory_limit{static_cast<double>(heap) / 2, "half of the device's largest device-local heap"};
+  };
   try {
     e.detail = vulkan::default_context().info().name;
   } catch (const std::exception&) {
@@ -142,6 +149,7 @@ std::string vulkan_json() { return vulkan::devices_json(); }
 #else
 std::string vulkan_problem() { return "kforge was built without Vulkan (kforge::vulkan)"; }
 void register_vulkan(std::vector<policy_entry>&) {}
+void check_env_vulkan() {}
 std::string vulkan_text() { return ""; }
 std::string vulkan_json() { return ""; }
 #endif

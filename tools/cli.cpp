@@ -76,30 +76,14 @@ args parse_args(int argc, char** argv) {
   return a;
 }
 
-int to_int(const std::string& what, const std::string& s) {
+double number_option(const std::map<std::string, std::string>& values, const std::string& name, const number_range& r,
+                     double fallback) {
+  const auto it = values.find(name);
+  if (it == values.end()) return fallback;
   try {
-    std::size_t pos = 0;
-    const long v = std::stol(s, &pos);
-    if (pos != s.size() || v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-      throw std::invalid_argument(s);
-    return static_cast<int>(v);
-  } catch (const std::exception&) {
-    throw usage_error("--" + what + " expects an integer, got '" + s + "'");
-  }
-}
-int to_int_min(const std::string& what, const std::string& s, int lo) {
-  const int v = to_int(what, s);
-  if (v < lo) throw usage_error("--" + what + " must be >= " + std::to_string(lo) + ", got " + s);
-  return v;
-}
-float to_float(const std::string& what, const std::string& s) {
-  try {
-    std::size_t pos = 0;
-    const float v = std::stof(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    throw usage_error("--" + what + " expects a number, got '" + s + "'");
+    return option_number(name, it->second, r);
+  } catch (const argument_error& e) {
+    throw usage_error(e.what());
   }
 }
 std::string fmt(const char* f, double v) {
@@ -119,6 +103,13 @@ std::string one_line(std::string m) {
   for (char& c : m)
     if (c == '\n') c = ' ';
   return "kforge: " + m + "\n";
+}
+
+void require_host_memory(const problem& p, double bytes, const std::string& what) {
+  require_memory(p, bytes, what, host_memory_limit());
+}
+void require_device_memory(const problem& p, const policy_entry& e) {
+  if (e.device_memory) require_memory(p, tensor_bytes(p), "its tensors on the device", e.device_memory());
 }
 
 problem problem_from(const args& a) {

@@ -39,15 +39,32 @@ struct args {
 /// argv → args; every option must be known (the tool's own, or an op family's).
 args parse_args(int argc, char** argv);
 
-int to_int(const std::string& what, const std::string& s);
-/// to_int, and at least `lo` (a usage_error saying so otherwise: `--reps 0`
-/// used to be clamped to 1 without a word).
-int to_int_min(const std::string& what, const std::string& s, int lo);
-float to_float(const std::string& what, const std::string& s);
+/// The number of option --name in range r, or `fallback` when the option is
+/// absent; a usage_error "--name must be <range>, got '<text>'" otherwise.
+/// Every numeric option of the tool goes through it (core/input.hpp's rule;
+/// README "Input limits" lists the ranges).
+double number_option(const std::map<std::string, std::string>& values, const std::string& name, const number_range& r,
+                     double fallback);
+/// The ranges of the tool's own options.
+namespace option_ranges {
+inline constexpr number_range reps{1, 1000000, false, true};
+inline constexpr number_range seed = number_ranges::whole_non_negative;
+}  // namespace option_ranges
 std::string fmt(const char* f, double v);
 std::vector<std::string> split(const std::string& s);
 /// One line for stderr: the library's own "kforge: " prefix is not repeated.
 std::string one_line(std::string m);
+
+/// Refuses p before anything is allocated (memory_error: exit 3, one line
+/// with the bytes and the limit) when a command would hold `bytes` of host
+/// memory for it, more than host_memory_limit(); `what` says what those are.
+void require_host_memory(const problem& p, double bytes, const std::string& what);
+/// What run and bench hold on the host: their own tensors and one validation case.
+inline double run_bytes(const problem& p) { return tensor_bytes(p) + validation_bytes(p); }
+inline const char* run_bytes_what = "its tensors and one validation case: reference, candidate, inputs, error scales";
+inline const char* validation_bytes_what = "validation holds reference, candidate and inputs, and the error scales";
+/// The same for a policy's device (e.device_memory): one copy of p's tensors there.
+void require_device_memory(const problem& p, const policy_entry& e);
 
 /// The problem given by --op, --shape, --dtype and the op family's options.
 problem problem_from(const args& a);

@@ -34,9 +34,11 @@ int cmd_devices(const args& a) {
 
 int cmd_run(const args& a) {
   const problem p = problem_from(a);
+  const int reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, 5));
+  require_host_memory(p, run_bytes(p), run_bytes_what);
   const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
   const policy_entry& e = chosen.entry;
-  const int reps = a.get("reps") ? to_int_min("reps", *a.get("reps"), 1) : 5;
+  require_device_memory(p, e);
   std::vector<host_tensor> ts = allocate(p);
   const single_check c = check_once(e, p, ts);
   const timing t = time_policy(e, p, ts, reps);
@@ -64,10 +66,13 @@ int cmd_run(const args& a) {
 
 int cmd_validate(const args& a) {
   const problem p = problem_from(a);
+  suite_options o;
+  // Only a given seed goes through number_option: the default's 64 bits do not fit a double.
+  if (a.get("seed")) o.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
+  require_host_memory(p, validation_bytes(p), validation_bytes_what);
   const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
   const policy_entry& e = chosen.entry;
-  suite_options o;
-  if (auto s = a.get("seed")) o.seed = static_cast<std::uint64_t>(to_int("seed", *s));
+  require_device_memory(p, e);
   const report r = validate(p, e.execute, o);
   if (a.has("json")) {
     std::string j = r.to_json();

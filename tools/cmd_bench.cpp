@@ -99,11 +99,13 @@ int cmd_bench(const args& a) {
   const std::string vs = a.get("vs").value_or("eigen");
   std::vector<std::string> names = split(a.get("policy").value_or(default_policy()));
   if (std::find(names.begin(), names.end(), vs) == names.end()) names.insert(names.begin(), vs);
-  const int reps = a.get("reps") ? to_int_min("reps", *a.get("reps"), 1) : 10;
+  const int reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, 10));
   const bool json = a.has("json");
+  require_host_memory(p, run_bytes(p), run_bytes_what);  // one policy at a time
   std::vector<row> rows;
   for (const auto& n : names) {
     row r{choose_policy(n, p), {}, std::nullopt, {}};
+    require_device_memory(p, r.chosen.entry);
     std::vector<host_tensor> ts = allocate(p);
     r.c = check_once(r.chosen.entry, p, ts);
     if (r.chosen.entry.time_resident) {

@@ -17,6 +17,8 @@
 
 #include <kforge/tune/cache.hpp>
 #include <kforge/validate/problem.hpp>
+
+#include "cli.hpp"
 #if defined(KFORGE_HAS_VULKAN)
 #include <kforge/tune/vulkan_space.hpp>
 #endif
@@ -116,10 +118,10 @@ int cmd_cache(const std::string& sub, const std::map<std::string, std::string>& 
     }
     return 0;
   } catch (const cache_error& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 3;
   } catch (const error& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 2;
   }
 }

@@ -64,6 +64,13 @@ int cmd_demo(const args& a) {
         why = chosen.entry.unavailable();
       }
       const policy_entry& e = chosen.entry;
+      if (why.empty()) try {  // a problem this machine cannot hold is a skipped row, said before allocating
+          require_host_memory(p, run_bytes(p), run_bytes_what);
+          require_device_memory(p, e);
+        } catch (const memory_error& x) {
+          why = one_line(x.what()).substr(8);
+          why.pop_back();
+        }
       if (!why.empty()) {
         if (!json) std::printf("%-34s %-9s   skipped: %s\n", describe(p).c_str(), e.name.c_str(), why.c_str());
         w.begin_object().field("problem", describe(p)).field("policy", e.name).field("skipped", why).end_object();

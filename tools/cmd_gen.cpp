@@ -12,10 +12,21 @@
 
 #include <kforge/gen.hpp>
 
+#include "cli.hpp"
+
 namespace kforge::tool {
 namespace {
 bool has_flag(const std::vector<std::string>& flags, const char* f) {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
+}
+/// The gate validates p and its held-out shape in a sandboxed worker on the
+/// Vulkan device: refused before anything is allocated when either would not fit.
+void require_gate_memory(const problem& p) {
+  for (const problem& q : {p, gen::held_out_problem(p)}) {
+    require_host_memory(q, validation_bytes(q), std::string("the gate's worker: ") + validation_bytes_what);
+    for (const policy_entry& e : policies())
+      if (e.name == "vulkan" && e.unavailable().empty()) require_device_memory(q, e);
+  }
 }
 }  // namespace
 
@@ -26,9 +37,10 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
   try {
     glsl = gen::read_kernel_source(file);
   } catch (const std::exception& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 2;
   }
+  require_gate_memory(p);
   const std::vector<problem> shapes{p, gen::held_out_problem(p)};
   gen::sandbox_options so;
   so.benchmark = false;
@@ -69,36 +81,22 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
       gen::openai_options oo;
       oo.base_url = value_or(values, "base-url", "");
       oo.model = value_or(values, "model", "");
-      auto positive_ms = [&](const char* name, long& out) {
-        if (!values.count(name)) return;
-        const long long v = parse_integer(std::string("--") + name, values.at(name));
-        if (v <= 0) throw argument_error(std::string("--") + name + " must be > 0 (got " + values.at(name) + ")");
-        out = static_cast<long>(v);
-      };
-      positive_ms("timeout-ms", oo.timeout_ms);
-      positive_ms("total-timeout-ms", oo.total_timeout_ms);
+      oo.timeout_ms = static_cast<long>(number_option(values, "timeout-ms", number_ranges::timeout_ms, oo.timeout_ms));
+      oo.total_timeout_ms =
+          static_cast<long>(number_option(values, "total-timeout-ms", number_ranges::timeout_ms, oo.total_timeout_ms));
       prov = std::make_unique<gen::openai_provider>(oo);
     } else {
       throw argument_error("unknown provider '" + kind + "' (template, replay, openai)");
     }
-    if (values.count("temperature")) {
-      const double t = parse_number("--temperature", values.at("temperature"));
-      if (!(t >= 0 && t <= 2)) throw argument_error("--temperature must be in [0, 2], got " + values.at("temperature"));
-      prov->temperature = t;
-    }
-    auto at_least_one = [&](const char* name, int& out) {
-      if (!values.count(name)) return;
-      const long long v = parse_integer(std::string("--") + name, values.at(name));
-      if (v < 1 || v > 1000000) throw argument_error(std::string("--") + name + " must be in [1, 1000000], got " + values.at(name));
-      out = static_cast<int>(v);
-    };
-    at_least_one("max-tokens", prov->max_tokens);
-    at_least_one("samples", o.samples);
+    prov->temperature = number_option(values, "temperature", {0, 2, false, false}, prov->temperature);
+    prov->max_tokens = static_cast<int>(number_option(values, "max-tokens", {1, 1000000, false, true}, prov->max_tokens));
+    o.samples = static_cast<int>(number_option(values, "samples", {1, 10000, false, true}, o.samples));
     o.force = has_flag(flags, "force");
   } catch (const std::exception& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 2;
   }
+  require_gate_memory(p);
   const bool tty = !json && isatty(2);
   o.progress = [&](const std::string& line) {
     if (!json) std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;
@@ -107,10 +105,10 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
   try {
     res = gen::generate(p, *prov, o);
   } catch (const unsupported_error& e) {
-    std::cerr << (tty ? "\n" : "") << "kforge: " << gen::redact_env(e.what()) << "\n";
+    std::cerr << (tty ? "\n" : "") << one_line(gen::redact_env(e.what()));
     return 3;
   } catch (const std::exception& e) {
-    std::cerr << (tty ? "\n" : "") << "kforge: " << gen::redact_env(e.what()) << "\n";
+    std::cerr << (tty ? "\n" : "") << one_line(gen::redact_env(e.what()));
     return 1;
   }
   if (tty) std::cerr << "\r\033[K";

@@ -12,6 +12,8 @@
 
 #include <kforge/gen.hpp>
 
+#include "cli.hpp"
+
 namespace kforge::tool {
 
 int cmd_mutate(const std::map<std::string, std::string>& values, const std::vector<std::string>& flags) {
@@ -21,7 +23,7 @@ int cmd_mutate(const std::map<std::string, std::string>& values, const std::vect
     try {
       find_op(it->second);
     } catch (const std::exception& e) {
-      std::cerr << "kforge: " << e.what() << "\n";
+      std::cerr << one_line(e.what());
       return 2;
     }
     ops.push_back(it->second);
@@ -34,7 +36,7 @@ int cmd_mutate(const std::map<std::string, std::string>& values, const std::vect
       return 2;
     }
   gen::sandbox_options so;
-  if (auto it = values.find("timeout-ms"); it != values.end()) so.dispatch_timeout_ms = std::stoi(it->second);
+  so.dispatch_timeout_ms = static_cast<int>(number_option(values, "timeout-ms", number_ranges::timeout_ms, so.dispatch_timeout_ms));
   const bool tty = !json && isatty(1);
   try {
     const gen::mutation_report rep = gen::run_mutation_tests(ops, so, [&](const gen::mutant_outcome& o) {
@@ -55,7 +57,7 @@ int cmd_mutate(const std::map<std::string, std::string>& values, const std::vect
     }
     return rep.passed() ? 0 : 1;
   } catch (const unsupported_error& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 3;
   }
 }

@@ -275,11 +275,8 @@ int compare_reports(const args& a, const thresholds& th) {
 
 int cmd_transformer(const args& a) {
   thresholds th;
-  if (auto v = a.get("max-slowdown")) {
-    th.max_slowdown = to_float("max-slowdown", *v);
-    if (!(th.max_slowdown >= 1)) throw usage_error("--max-slowdown must be >= 1, got " + *v);
-  }
-  if (auto v = a.get("time-floor-us")) th.time_floor_s = to_int_min("time-floor-us", *v, 0) * 1e-6;
+  th.max_slowdown = number_option(a.values, "max-slowdown", {1, 1e6, false, false}, th.max_slowdown);
+  if (a.get("time-floor-us")) th.time_floor_s = 1e-6 * number_option(a.values, "time-floor-us", {0, 1e12, false, true}, 0);
   if (a.get("compare")) return compare_reports(a, th);
 
   transformer_request r;
@@ -287,13 +284,16 @@ int cmd_transformer(const args& a) {
   if (!preset) throw usage_error("--preset is required (tiny, gpt2-small, llama3-8b)");
   try {
     r.cfg = model::preset(*preset);
-    if (auto v = a.get("layers")) r.cfg.layers = to_int_min("layers", *v, 1);
-    if (auto v = a.get("seed")) r.cfg.seed = static_cast<std::uint64_t>(to_int("seed", *v));
+    r.cfg.layers = static_cast<index_t>(number_option(a.values, "layers", {1, 4096, false, true}, static_cast<double>(r.cfg.layers)));
+    // Only a given seed goes through number_option: a default's 64 bits need not fit a double.
+    if (a.get("seed")) r.cfg.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
     r.cfg.validate();
-    if (auto v = a.get("prefill")) r.prefill = to_int_min("prefill", *v, 1);
-    if (auto v = a.get("decode")) r.decode = to_int_min("decode", *v, 0);
-    if (auto v = a.get("verify-decode")) r.verify_decode = to_int_min("verify-decode", *v, 0);
-    if (auto v = a.get("reps")) r.reps = to_int_min("reps", *v, 1);
+    // Token counts: at most 2^20 (a cache of more rows is no transformer run a machine holds).
+    r.prefill = static_cast<index_t>(number_option(a.values, "prefill", {1, 1 << 20, false, true}, static_cast<double>(r.prefill)));
+    r.decode = static_cast<index_t>(number_option(a.values, "decode", {0, 1 << 20, false, true}, static_cast<double>(r.decode)));
+    r.verify_decode = static_cast<index_t>(
+        number_option(a.values, "verify-decode", {0, 1 << 20, false, true}, static_cast<double>(r.verify_decode)));
+    r.reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, r.reps));
     if (auto v = a.get("dtype")) r.type = parse_dtype(*v);
     if (r.type == dtype::f64) throw usage_error("--dtype must be f32, f16 or bf16");
     r.cfg.validate_run(r.prefill, r.decode, r.prefill + r.decode);

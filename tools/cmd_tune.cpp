@@ -21,34 +21,12 @@
 #include <kforge/tune/generated_space.hpp>  // candidates only with KFORGE_HAS_LLM and KFORGE_HAS_VULKAN
 #include <kforge/tune/vulkan_space.hpp>     // empty without KFORGE_HAS_VULKAN
 
+#include "cli.hpp"
 #include "registry.hpp"
 #include "tune_candidates.hpp"
 
 namespace kforge::tool {
 namespace {
-
-struct usage : std::runtime_error {
-  using std::runtime_error::runtime_error;
-};
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
-double number(const std::map<std::string, std::string>& v, const std::string& k, double dflt) {
-  auto it = v.find(k);
-  if (it == v.end()) return dflt;
-  try {
-    std::size_t pos = 0;
-    const double d = std::stod(it->second, &pos);
-    if (pos != it->second.size()) throw std::invalid_argument(k);
-    return d;
-  } catch (const std::exception&) {
-    throw usage("--" + k + " expects a number, got '" + it->second + "'");
-  }
-}
 
 /// Accepted generated kernels for exactly p (none when not wanted or without kforge::gen).
 std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {
@@ -91,7 +69,7 @@ std::vector<tune::candidate> tune_candidates(const problem& p, const std::string
 #endif
   }
   if (family != "cpu" && family != "blocked" && family != "threaded" && family != "eigen")
-    throw usage("unknown --policy family '" + family + "' (cpu, blocked, threaded, eigen, vulkan)");
+    throw usage_error("unknown --policy family '" + family + "' (cpu, blocked, threaded, eigen, vulkan)");
   std::vector<tune::candidate> out;
   if (is_family<gemm_traits>(p) && family != "eigen") {
     for (auto& c : tune::cpu_gemm_candidates())
@@ -132,21 +110,20 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
   const bool json = std::find(flags.begin(), flags.end(), "json") != flags.end();
   try {
     if (is_family<gemm_traits>(p) && p.epilogue != "none")
-      throw usage("tune runs the plain gemm: leave out --epilogue (the blocking found is used for every epilogue)");
+      throw usage_error("tune runs the plain gemm: leave out --epilogue (the blocking found is used for every epilogue)");
     tune::tune_options o;
     if (auto it = values.find("strategy"); it != values.end()) o.strategy = it->second;
     if (o.strategy != "grid" && o.strategy != "halving" && o.strategy != "descent")
-      throw usage("unknown --strategy '" + o.strategy + "' (grid, halving, descent)");
-    o.budget_s = number(values, "budget", 60);
-    if (!(o.budget_s > 0)) throw usage("--budget must be a positive number of seconds");
-    const double trials = number(values, "trials", 0);
-    if (trials < 0 || trials != static_cast<int>(trials)) throw usage("--trials must be a whole number >= 1");
-    if (values.count("trials") && trials < 1) throw usage("--trials must be a whole number >= 1 (leave it out for no limit)");
-    o.max_trials = static_cast<int>(trials);
-    const double reps = number(values, "reps", 9);
-    if (reps < 1) throw usage("--reps must be >= 1");
-    o.samples = static_cast<int>(reps);
+      throw usage_error("unknown --strategy '" + o.strategy + "' (grid, halving, descent)");
+    // Seconds, at most a day; trials (absent: no limit) and samples, whole numbers >= 1.
+    o.budget_s = number_option(values, "budget", {0, 86400, true, false}, 60);
+    o.max_trials = static_cast<int>(number_option(values, "trials", {1, 1000000, false, true}, 0));
+    o.samples = static_cast<int>(number_option(values, "reps", option_ranges::reps, 9));
     const std::string family = values.count("policy") ? values.at("policy") : "cpu";
+    // Each candidate is validated, then timed on tensors of its own: refused before any allocation.
+    require_host_memory(p, run_bytes(p), run_bytes_what);
+    for (const policy_entry& e : policies)
+      if (family == "vulkan" && e.name == "vulkan" && e.unavailable().empty()) require_device_memory(p, e);
     const bool with_generated = std::find(flags.begin(), flags.end(), "no-generated") == flags.end();
     const std::vector<tune::candidate> cands = tune_candidates(p, family, policies, with_generated);
     const int generated_n = static_cast<int>(
@@ -253,14 +230,14 @@ int cmd_tune(const problem& p, const std::map<std::string, std::string>& values,
       return 1;
     }
     return 0;
-  } catch (const usage& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+  } catch (const usage_error& e) {
+    std::cerr << one_line(e.what());
     return 2;
   } catch (const unsupported_error& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 3;
   } catch (const cache_error& e) {
-    std::cerr << "kforge: " << e.what() << "\n";
+    std::cerr << one_line(e.what());
     return 3;
   }
 }

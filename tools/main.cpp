@@ -192,6 +192,9 @@ int main(int argc, char** argv) {
       std::cout << it->second;
       return ok;
     }
+    check_env_cpu();
+    check_env_vulkan();
+    check_env_tune();
 #if defined(KFORGE_TOOL_HAS_GEN)
     if (a.command == "gen") return cmd_gen(problem_from(a), a.values, a.flags);
     if (a.command == "validate" && a.get("kernel")) return cmd_validate_kernel(problem_from(a), a.values, a.flags);
@@ -212,6 +215,9 @@ int main(int argc, char** argv) {
 #endif
     throw usage_error("unknown command '" + a.command + "' (try kforge --help)");
   } catch (const usage_error& e) {
+    std::cerr << one_line(e.what());
+    return usage;
+  } catch (const kforge::env_var_error& e) {  // a KFORGE_* variable outside its range
     std::cerr << one_line(e.what());
     return usage;
   } catch (const environment_error& e) {

@@ -37,6 +37,8 @@ struct policy_entry {
   std::function<double()> device_seconds = [] { return -1.0; };
   /// Optional (Vulkan): times p on device-resident copies of ts's inputs over `reps` calls.
   std::function<resident_timing(const problem& p, const std::vector<host_tensor>& ts, int reps)> time_resident;
+  /// Optional (Vulkan): the memory a call may take on the device (half of its largest device-local heap).
+  std::function<memory_limit()> device_memory;
 };
 
 void register_cpu(std::vector<policy_entry>& out);
@@ -50,6 +52,12 @@ std::string vulkan_text();
 std::string vulkan_json();
 /// Why Vulkan cannot be used ("" when it can).
 std::string vulkan_problem();
+/// Read every KFORGE_* variable the library reads for the CPU backend, the
+/// Vulkan backend and the tuner, so that one outside its range is an
+/// env_var_error before a command starts (exit 2), not a failure inside it.
+void check_env_cpu();
+void check_env_vulkan();
+void check_env_tune();
 /// CPU time of the whole process (every thread) so far, in seconds (cli.cpp).
 double process_cpu_seconds();
 

@@ -35,6 +35,14 @@ class unsupported_error : public error {
   using error::error;
 };
 
+/// A problem whose tensors would not fit the memory kforge allows itself (a
+/// fraction of the host's available RAM, or of a device's heap); thrown
+/// before anything is allocated, with the bytes needed and the limit.
+class memory_error : public unsupported_error {
+ public:
+  using unsupported_error::unsupported_error;
+};
+
 /// A cache or record file could not be read or parsed.
 class cache_error : public error {
  public:

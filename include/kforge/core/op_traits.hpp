@@ -50,6 +50,7 @@
 #include <string_view>
 #include <vector>
 
+#include "kforge/core/input.hpp"
 #include "kforge/core/problem.hpp"
 #include "kforge/ops/tolerance.hpp"
 
@@ -141,29 +142,14 @@ struct launch {
   }
 };
 
-/// Parses an option's number, or argument_error naming the option.
+/// An op option's number: finite (core/input.hpp's rule; option_number with
+/// a narrower range where the option has one).
 inline double parse_number(std::string_view option, std::string_view text) {
-  const std::string s(text);
-  try {
-    std::size_t pos = 0;
-    const double v = std::stod(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    throw argument_error("kforge: --" + std::string(option) + " expects a number, got '" + s + "'");
-  }
+  return option_number(option, text, number_ranges::finite);
 }
-/// Parses an option's integer, or argument_error naming the option.
-inline long long parse_integer(std::string_view option, std::string_view text) {
-  const std::string s(text);
-  try {
-    std::size_t pos = 0;
-    const long long v = std::stoll(s, &pos);
-    if (pos != s.size()) throw std::invalid_argument(s);
-    return v;
-  } catch (const std::exception&) {
-    throw argument_error("kforge: --" + std::string(option) + " expects an integer, got '" + s + "'");
-  }
+/// An op option's whole number that fits an int (a narrower range is checked after, where it depends on the shape).
+inline int parse_integer(std::string_view option, std::string_view text) {
+  return static_cast<int>(option_integer(option, text, number_range{-2147483647.0, 2147483647.0, false, true}));
 }
 
 /// "%g" of v, for record file names.

@@ -69,6 +69,12 @@ inline shape parse_dims(std::string_view s) {
     if (j == std::string_view::npos) break;
     i = j + 1;
   }
+  // Any product of these dims (an operand, an output) must fit index_t with
+  // room to spare; 2^53 elements is beyond every machine's memory anyway.
+  double all = 1;
+  for (int d = 0; d < out.rank(); ++d) all *= static_cast<double>(std::max<index_t>(out[d], 1));
+  if (all > 9007199254740992.0)
+    throw argument_error("kforge: shape '" + std::string(s) + "' has more than 2^53 elements");
   return out;
 }
 

@@ -297,12 +297,8 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
 /// calls and 1 ms gaps; the crossover it finds is in docs/PERFORMANCE.md.
 inline double gemm_parallel_min_flops() {
   static const double v = [] {
-    if (const char* e = std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) {
-      char* end = nullptr;
-      const double x = std::strtod(e, &end);
-      if (end != e && *end == 0 && x >= 0) return x;
-    }
-    return 2.0 * 128 * 128 * 128 + 1;
+    // A finite number >= 0 (env_var_error otherwise).
+    return env_number("KFORGE_GEMM_PARALLEL_MIN_FLOPS", number_ranges::non_negative, 2.0 * 128 * 128 * 128 + 1);
   }();
   return v;
 }

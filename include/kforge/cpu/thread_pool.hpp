@@ -32,6 +32,8 @@
 #include <mutex>
 #include <thread>
 #include <type_traits>
+
+#include "kforge/core/input.hpp"
 #include <vector>
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -43,16 +45,21 @@
 
 namespace kforge::cpu {
 
-/// Threads used when a policy does not fix the count: KFORGE_NUM_THREADS if
-/// set to a positive integer, else the hardware's concurrency.
+/// The most threads KFORGE_NUM_THREADS may ask for: 4 × the hardware's
+/// threads, at least 64 (oversubscribing a small machine stays possible for
+/// tests; 100000 threads would only exhaust the process).
+inline int max_num_threads() {
+  const unsigned h = std::thread::hardware_concurrency();
+  return std::max(64, 4 * static_cast<int>(h));
+}
+
+/// Threads used when a policy does not fix the count: KFORGE_NUM_THREADS
+/// (a whole number >= 1, else env_var_error; above max_num_threads() capped
+/// with a warning), else the hardware's concurrency.
 inline int default_num_threads() {
   static const int n = [] {
-    if (const char* e = std::getenv("KFORGE_NUM_THREADS")) {
-      const int v = std::atoi(e);
-      if (v > 0) return v;
-    }
     const unsigned h = std::thread::hardware_concurrency();
-    return h > 0 ? static_cast<int>(h) : 1;
+    return env_threads("KFORGE_NUM_THREADS", max_num_threads(), h > 0 ? static_cast<int>(h) : 1);
   }();
   return n;
 }
@@ -71,12 +78,9 @@ inline int default_num_threads() {
 /// core that another thread is ready to run on.
 inline std::chrono::microseconds spin_before_sleep() {
   static const std::chrono::microseconds us = [] {
-    if (const char* e = std::getenv("KFORGE_POOL_SPIN_US")) {
-      char* end = nullptr;
-      const long v = std::strtol(e, &end, 10);
-      if (end != e && *end == 0 && v >= 0) return std::chrono::microseconds(v);
-    }
-    return std::chrono::microseconds(2000);
+    // A whole number in [0, 1 s] (env_var_error otherwise).
+    const double v = env_number("KFORGE_POOL_SPIN_US", number_range{0, 1e6, false, true}, 2000);
+    return std::chrono::microseconds(static_cast<long>(v));
   }();
   return us;
 }

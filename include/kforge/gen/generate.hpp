@@ -57,7 +57,7 @@ inline device_facts query_device_facts() {
       if (env && *env) {
         const std::string s = env;
         const bool idx = s.find_first_not_of("0123456789") == std::string::npos;
-        if ((idx && d.index == std::atoi(env)) ||
+        if ((idx && d.index == static_cast<int>(env_number("KFORGE_VK_DEVICE", number_range{0, 65535, false, true}, 0))) ||
             (!idx && vulkan::detail::lower(d.name).find(vulkan::detail::lower(s)) != std::string::npos)) {
           pick = &d;
           break;

@@ -54,7 +54,7 @@ struct attention_traits : traits_base<attention_traits> {
     static constexpr cli_option opts[] = {
         {"causal", "", "causal mask: query i sees keys j <= i", [](problem& p, std::string_view) { p.causal = true; }},
         {"scale", "S", "score scale (default 1/sqrt(D))",
-         [](problem& p, std::string_view v) { p.scale = static_cast<float>(parse_number("scale", v)); }},
+         [](problem& p, std::string_view v) { p.scale = static_cast<float>(option_number("scale", v, number_ranges::finite_f32)); }},
         {"layout", "bhsd|bshd", "attention: Q, K, V, O as [B,H,S,D] (default) or [B,S,H,D]",
          [](problem& p, std::string_view v) {
            if (v != "bhsd" && v != "bshd")
@@ -64,10 +64,7 @@ struct attention_traits : traits_base<attention_traits> {
          }},
         {"kv-len", "N", "attention: attend to keys [0, N) of the L rows K and V hold (a KV cache)",
          [](problem& p, std::string_view v) {
-           const double n = parse_number("kv-len", v);
-           if (!(n >= 0) || n != static_cast<double>(static_cast<index_t>(n)))
-             throw argument_error("kforge: --kv-len expects a whole number >= 0, got '" + std::string(v) + "'");
-           p.attrs["kv_len"] = n;
+           p.attrs["kv_len"] = option_number("kv-len", v, number_ranges::whole_non_negative);
          }},
     };
     return opts;

@@ -31,21 +31,22 @@ struct conv2d_traits : traits_base<conv2d_traits> {
     ops.push_back(operand("y", shape{d.n, d.k, d.p, d.q}));
     return ops;
   }
-  /// "S" or "SxS" into a pair.
-  static void pair(std::string_view option, std::string_view v, int (&out)[2]) {
+  /// "S" or "SxS" into a pair, each a whole number in [lo, 2^30].
+  static void pair(std::string_view option, std::string_view v, int (&out)[2], double lo) {
+    const number_range r{lo, 1 << 30, false, true};
     const auto x = v.find('x');
-    out[0] = static_cast<int>(parse_integer(option, v.substr(0, x)));
-    out[1] = x == std::string_view::npos ? out[0] : static_cast<int>(parse_integer(option, v.substr(x + 1)));
+    out[0] = static_cast<int>(option_integer(option, v.substr(0, x), r));
+    out[1] = x == std::string_view::npos ? out[0] : static_cast<int>(option_integer(option, v.substr(x + 1), r));
   }
   static std::span<const cli_option> options() {
     static constexpr cli_option opts[] = {
         detail::epilogue_option,
         detail::slope_option,
-        {"stride", "S[xS]", "stride (default 1)", [](problem& p, std::string_view v) { pair("stride", v, p.stride); }},
-        {"pad", "P[xP]", "zero padding (default 0)", [](problem& p, std::string_view v) { pair("pad", v, p.pad); }},
-        {"dilation", "D[xD]", "dilation (default 1)", [](problem& p, std::string_view v) { pair("dilation", v, p.dilation); }},
+        {"stride", "S[xS]", "stride (default 1)", [](problem& p, std::string_view v) { pair("stride", v, p.stride, 1); }},
+        {"pad", "P[xP]", "zero padding (default 0)", [](problem& p, std::string_view v) { pair("pad", v, p.pad, 0); }},
+        {"dilation", "D[xD]", "dilation (default 1)", [](problem& p, std::string_view v) { pair("dilation", v, p.dilation, 1); }},
         {"groups", "G", "groups (default 1)",
-         [](problem& p, std::string_view v) { p.groups = static_cast<int>(parse_integer("groups", v)); }},
+         [](problem& p, std::string_view v) { p.groups = static_cast<int>(option_integer("groups", v, {1, 1 << 30, false, true})); }},
     };
     return opts;
   }

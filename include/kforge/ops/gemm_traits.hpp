@@ -41,9 +41,7 @@ inline std::string epilogue_activation(const std::string& e) {
 }
 
 inline float finite_option(std::string_view option, std::string_view v) {
-  const double x = parse_number(option, v);
-  if (!std::isfinite(x)) throw argument_error("kforge: --" + std::string(option) + " must be finite, got '" + std::string(v) + "'");
-  return static_cast<float>(x);
+  return static_cast<float>(option_number(option, v, number_ranges::finite_f32));
 }
 
 /// --epilogue and --slope: gemm's and conv2d's fused epilogue.

@@ -36,9 +36,7 @@ struct kv_append_traits : copy_traits_base<kv_append_traits> {
     static constexpr cli_option opts[] = {
         {"pos", "P", "kv_append: cache row of the first new token (default 0)",
          [](problem& p, std::string_view v) {
-           const long long o = parse_integer("pos", v);
-           if (o < 0 || o > (1ll << 30)) throw argument_error("kforge: --pos must be in [0, 2^30]");
-           p.attrs["pos"] = static_cast<double>(o);
+           p.attrs["pos"] = option_number("pos", v, {0, 1 << 30, false, true});
          }},
     };
     return opts;

@@ -81,7 +81,7 @@ struct norm_traits : traits_base<norm_traits> {
   static std::span<const cli_option> options() {
     static constexpr cli_option opts[] = {
         {"eps", "E", "layer_norm/rms_norm epsilon (default 1e-5 / 1e-6)",
-         [](problem& p, std::string_view v) { p.epsilon = static_cast<float>(parse_number("eps", v)); }}};
+         [](problem& p, std::string_view v) { p.epsilon = static_cast<float>(option_number("eps", v, number_ranges::positive_f32)); }}};
     return opts;
   }
   /// The epsilon a problem runs with.

@@ -33,15 +33,11 @@ struct rope_traits : traits_base<rope_traits> {
     static constexpr cli_option opts[] = {
         {"base", "B", "rope: θ base (default 10000; Llama 3 uses 500000)",
          [](problem& p, std::string_view v) {
-           const double b = parse_number("base", v);
-           if (!(b > 1) || !std::isfinite(b)) throw argument_error("kforge: --base must be finite and > 1");
-           p.attrs["base"] = b;
+           p.attrs["base"] = option_number("base", v, {1, 1e30, true, false});
          }},
         {"offset", "P", "rope: position of the first row (default 0)",
          [](problem& p, std::string_view v) {
-           const long long o = parse_integer("offset", v);
-           if (o < 0 || o > (1ll << 30)) throw argument_error("kforge: --offset must be in [0, 2^30]");
-           p.attrs["offset"] = static_cast<double>(o);
+           p.attrs["offset"] = option_number("offset", v, {0, 1 << 30, false, true});
          }},
         {"interleaved", "", "rope: rotate pairs (2i, 2i+1) instead of (i, i + D/2)",
          [](problem& p, std::string_view) { p.attrs["interleaved"] = 1; }},

@@ -42,9 +42,7 @@ struct topk_traits : copy_traits_base<topk_traits> {
     static constexpr cli_option opts[] = {
         {"k", "K", "topk: how many of each row's largest to return, 1 <= K <= N (default 1)",
          [](problem& p, std::string_view v) {
-           const long long o = parse_integer("k", v);
-           if (o < -(1ll << 31) || o > (1ll << 31)) throw argument_error("kforge: --k must be in [1, N]");
-           p.attrs["k"] = static_cast<double>(o);
+           p.attrs["k"] = parse_integer("k", v);  // [1, N] is checked with the shape
          }},
     };
     return opts;

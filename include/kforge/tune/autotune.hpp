@@ -35,6 +35,7 @@
 #include <optional>
 #include <utility>
 
+#include "kforge/core/input.hpp"
 #include "kforge/tune/record.hpp"
 #if defined(KFORGE_HAS_VULKAN)
 #include "kforge/tune/vulkan_space.hpp"
@@ -53,13 +54,12 @@ struct autotune_settings_t {
 inline autotune_settings_t& autotune_settings() {
   static autotune_settings_t s = [] {
     autotune_settings_t a;
-    if (const char* v = std::getenv("KFORGE_AUTOTUNE")) a.tune_on_miss = std::string(v) == "1";
-    if (const char* v = std::getenv("KFORGE_AUTOTUNE_BUDGET")) {
-      char* end = nullptr;
-      const double b = std::strtod(v, &end);
-      if (end != v && b > 0) a.budget_s = b;
-    }
+    // Checked as every KFORGE_* number is (core/input.hpp): env_var_error when out of range.
+    a.tune_on_miss = env_flag("KFORGE_AUTOTUNE");
+    a.budget_s = env_number("KFORGE_AUTOTUNE_BUDGET", number_ranges::positive, a.budget_s);
     if (const char* v = std::getenv("KFORGE_AUTOTUNE_STRATEGY"); v && *v) a.strategy = v;
+    if (a.strategy != "grid" && a.strategy != "halving" && a.strategy != "descent")
+      throw env_var_error("kforge: KFORGE_AUTOTUNE_STRATEGY must be grid, halving or descent, got '" + a.strategy + "'");
     return a;
   }();
   return s;

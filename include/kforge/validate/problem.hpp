@@ -4,7 +4,11 @@
 // back into a typed run<Policy>(op, ...) call.
 #pragma once
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -65,6 +69,83 @@ inline std::string describe(const problem& p) {
   std::string s = p.op + " " + p.dims.str();
   if (p.dims2.rank()) s += "," + p.dims2.str();
   return s + " " + std::string(to_string(p.type)) + family_of(p).describe(p);
+}
+
+// ---- memory: what a problem needs, refused before anything is allocated ----
+
+/// Bytes of p's operands, each at its element type (or at `as`) over the span
+/// of its strides: what allocate(p) takes. In double, so no shape overflows it.
+inline double tensor_bytes(const problem& p, std::optional<dtype> as = std::nullopt) {
+  double b = 0;
+  for (const operand_spec& o : operands(p)) {
+    // As host_tensor sizes its storage: 1 + sum of (dim - 1) * stride; nothing when a dim is 0.
+    double span = 1;
+    for (int i = 0; i < o.dims.rank(); ++i) {
+      if (o.dims[i] == 0) span = 0;
+      if (span > 0) span += static_cast<double>(o.dims[i] - 1) * static_cast<double>(o.strides[i]);
+    }
+    const dtype t = as && is_float(operand_type(p, o)) ? *as : operand_type(p, o);
+    b += span * static_cast<double>(size_of(t));
+  }
+  return b;
+}
+
+/// Bytes the validation suite (suite.hpp) holds at once for one case of p:
+/// the reference's operands, the candidate's, the inputs as given (3 copies),
+/// the inputs' magnitudes in f32 for the error scale, and per output element
+/// its offset and scale (16 bytes).
+inline double validation_bytes(const problem& p) {
+  double out_elems = 0;
+  for (const operand_spec& o : operands(p))
+    if (o.is_output) {
+      double n = 1;
+      for (int i = 0; i < o.dims.rank(); ++i) n *= static_cast<double>(o.dims[i]);
+      out_elems += n;
+    }
+  return 3 * tensor_bytes(p) + tensor_bytes(p, dtype::f32) + 16 * out_elems;
+}
+
+/// A memory limit and where it comes from ("half of available RAM").
+struct memory_limit {
+  double bytes = 0;
+  std::string what;
+};
+
+/// Half of the host's available memory (MemAvailable in /proc/meminfo, else
+/// the free physical pages): what one kforge command may hold, so that a
+/// problem is refused rather than swapped into or killed half-way.
+inline memory_limit host_memory_limit() {
+  double avail = 0;
+  if (std::FILE* f = std::fopen("/proc/meminfo", "r")) {
+    char line[256];
+    unsigned long long kb = 0;
+    while (std::fgets(line, sizeof line, f))
+      if (std::sscanf(line, "MemAvailable: %llu kB", &kb) == 1) {
+        avail = static_cast<double>(kb) * 1024;
+        break;
+      }
+    std::fclose(f);
+  }
+  if (avail <= 0) avail = static_cast<double>(::sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  return {avail / 2, "half of available RAM"};
+}
+
+/// "160.0 GB", "3.2 MB"
+inline std::string bytes_text(double b) {
+  char buf[32];
+  if (b >= 1e9) std::snprintf(buf, sizeof buf, "%.1f GB", b / 1e9);
+  else if (b >= 1e6) std::snprintf(buf, sizeof buf, "%.1f MB", b / 1e6);
+  else std::snprintf(buf, sizeof buf, "%.0f bytes", b);
+  return buf;
+}
+
+/// Throws memory_error when `bytes` (what a command would hold for p, said
+/// by `what`, e.g. "validation: reference, candidate and inputs ...") is more
+/// than `limit`: one line naming the problem, the bytes and the limit.
+inline void require_memory(const problem& p, double bytes, std::string_view what, const memory_limit& limit) {
+  if (bytes <= limit.bytes) return;
+  throw memory_error("kforge: " + describe(p) + " needs " + bytes_text(bytes) + " (" + std::string(what) + "; its tensors are " +
+                     bytes_text(tensor_bytes(p)) + "), more than the " + bytes_text(limit.bytes) + " limit (" + limit.what + ")");
 }
 
 }  // namespace kforge

@@ -39,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "kforge/core/input.hpp"
 #include "kforge/vulkan/compiler.hpp"
 #include "kforge/vulkan/device.hpp"
 #include "kforge/vulkan/error.hpp"
@@ -82,10 +83,6 @@ inline std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
 }
-inline bool env_flag(const char* name) {
-  const char* v = std::getenv(name);
-  return v && *v && std::string(v) != "0";
-}
 }  // namespace detail
 
 class context {
@@ -95,33 +92,27 @@ class context {
   /// turns the newer ones off (see pick_device).
   static constexpr std::uint32_t newest_extension_version = VK_MAKE_API_VERSION(0, 1, 4, 311);
 
-  explicit context(context_options opt = {}) : opt_(std::move(opt)) {
-    if (opt_.validation < 0) opt_.validation = detail::env_flag("KFORGE_VK_VALIDATION") ? 1 : 0;
-    if (opt_.pipeline_statistics < 0) opt_.pipeline_statistics = detail::env_flag("KFORGE_VK_PIPELINE_STATS") ? 1 : 0;
-    if (opt_.timeout.count() < 0) {
-      const char* t = std::getenv("KFORGE_VK_TIMEOUT_MS");
-      char* end = nullptr;
-      const long long v = t && *t ? std::strtoll(t, &end, 10) : 5000;
-      if ((t && *t && *end) || v <= 0)
-        throw argument_error("kforge::vulkan: KFORGE_VK_TIMEOUT_MS must be a number of milliseconds > 0, got '" +
-                             std::string(t ? t : "") + "'");
-      opt_.timeout = std::chrono::milliseconds(v);
-    }
-    if (opt_.device_index < 0 && opt_.device_name.empty())
+  /// What the KFORGE_VK_* variables set where `o` leaves it to them, each
+  /// checked against its range (core/input.hpp): env_var_error otherwise.
+  static context_options with_env(context_options o) {
+    if (o.validation < 0) o.validation = kforge::env_flag("KFORGE_VK_VALIDATION") ? 1 : 0;
+    if (o.pipeline_statistics < 0) o.pipeline_statistics = kforge::env_flag("KFORGE_VK_PIPELINE_STATS") ? 1 : 0;
+    if (o.timeout.count() < 0)
+      o.timeout = std::chrono::milliseconds(
+          static_cast<long long>(env_number("KFORGE_VK_TIMEOUT_MS", number_ranges::timeout_ms, 5000)));
+    if (o.device_index < 0 && o.device_name.empty())
       if (const char* e = std::getenv("KFORGE_VK_DEVICE"); e && *e) {
         const std::string s = e;
-        if (s.find_first_not_of("0123456789") == std::string::npos) opt_.device_index = std::atoi(e);
-        else opt_.device_name = s;
+        if (s.find_first_not_of("0123456789") == std::string::npos)
+          o.device_index = static_cast<int>(env_number("KFORGE_VK_DEVICE", number_range{0, 65535, false, true}, 0));
+        else o.device_name = s;
       }
-    if (opt_.block_mib == 0) {
-      const char* e = std::getenv("KFORGE_VK_BLOCK_MIB");
-      char* end = nullptr;
-      const unsigned long v = e && *e ? std::strtoul(e, &end, 10) : 64;
-      opt_.block_mib = (e && *e && *end) || v > (1ul << 20) ? 0 : static_cast<std::uint32_t>(v);
-      if (opt_.block_mib == 0)
-        throw argument_error("kforge::vulkan: KFORGE_VK_BLOCK_MIB must be a number of MiB in [1, 1048576], got '" +
-                             std::string(e ? e : "") + "'");
-    }
+    if (o.block_mib == 0)
+      o.block_mib = static_cast<std::uint32_t>(env_number("KFORGE_VK_BLOCK_MIB", number_range{1, 1 << 20, false, true}, 64));
+    return o;
+  }
+
+  explicit context(context_options opt = {}) : opt_(with_env(std::move(opt))) {
     inst_ = std::make_unique<detail::instance_holder>(opt_.validation == 1);
     try {
       pick_device();
