@@ -304,10 +304,7 @@ int cmd_transformer(const args& a) {
   // GPU clocks ramp up over about a second of sustained work (an H100 left idle sits at 345 MHz and
   // reaches 1980 MHz ~1 s into the work; docs/PERFORMANCE.md): the Vulkan warm-up lasts that long.
   r.warm_s = r.policy == "vulkan" ? 1.5 : 0.0;
-  if (auto v = a.get("warmup")) {
-    r.warm_s = to_float("warmup", *v);
-    if (!(r.warm_s >= 0 && r.warm_s <= 60)) throw usage_error("--warmup must be seconds in [0, 60], got " + *v);
-  }
+  r.warm_s = number_option(a.values, "warmup", {0, 60, false, false}, r.warm_s);
   r.verify = !a.has("no-verify");
   r.remeasure_bandwidth = a.has("remeasure-roofline");
   if (r.policy != "vulkan" && r.policy != "eigen" && r.policy != "blocked" && r.policy != "threaded" && r.policy != "autotune" &&
