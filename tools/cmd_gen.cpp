@@ -29,19 +29,21 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
     std::cerr << "kforge: " << e.what() << "\n";
     return 2;
   }
-  const std::vector<problem> shapes{p, gen::held_out_problem(p)};
+  const std::vector<problem> shapes{p};  // the gate draws the held-out shapes
   gen::sandbox_options so;
   so.benchmark = false;
   const gen::sandbox_result r = gen::run_sandboxed(shapes, glsl, so);
   if (has_flag(flags, "json")) {
     json_writer w;
-    w.begin_object().field("kernel", file).field("problem", describe(p)).field("held_out", describe(shapes[1]));
+    w.begin_object().field("kernel", file).field("problem", describe(p)).key("held_out").begin_array();
+    for (const auto& h : r.held_out) w.value(h);
+    w.end_array().field("grid_2d", r.grid_2d);
     w.field("accepted", r.accepted).field("stage", r.stage).field("reason", r.reason);
     if (!r.gate_json.empty()) w.key("gate").raw(r.gate_json);
     w.end_object();
     std::cout << w.str() << "\n";
   } else {
-    std::cout << file << " for " << describe(p) << " (held out: " << describe(shapes[1]) << "): "
+    std::cout << file << " for " << describe(p) << " (held out: " << r.held_out_text() << "): "
               << (r.accepted ? "ACCEPTED" : "REJECTED at " + r.stage) << "\n  " << r.reason << "\n";
   }
   return r.accepted ? 0 : 1;

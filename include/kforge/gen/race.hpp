@@ -19,8 +19,10 @@
 //    barrier on the way — the next iteration overwrites what another
 //    invocation may still be reading (the tiled loop that loads its next
 //    tile while a slower invocation still multiplies the last). A loop
-//    without a barrier (an invocation's own strided loop) is no phase of the
-//    workgroup, and its back edge marks nothing.
+//    without a barrier (an invocation's own strided loop, or a subgroup's
+//    loop over its own rows) is no phase of the workgroup: nothing is carried
+//    round its back edge, so pairs between two of its iterations are not
+//    reported (what it leaves pending still reaches the code after it).
 //
 // Indices are looked at for one rule only: two accesses whose indices are
 // the same variable, or variables that hold values derived from the
@@ -119,7 +121,12 @@ struct spv_access {
 struct race_graph {
   struct node {
     std::vector<spv_event> events;
-    std::vector<std::pair<int, bool>> succ;  // (node, back edge)
+    /// (node, edge): 0 a forward edge; 1 the back edge of a loop that holds
+    /// a barrier (pending accesses are carried round, marked); 2 the back
+    /// edge of a loop without one (carried round as "own": not paired with
+    /// accesses until they leave the loop, see the header comment); 3 an edge
+    /// that leaves every such loop around its source.
+    std::vector<std::pair<int, int>> succ;
   };
   std::vector<node> nodes;
 };
@@ -334,10 +341,10 @@ class race_analysis {
         }
         std::vector<int> callee_exits;
         const int entry = expand(g, e.var, depth + 1, callee_exits);
-        g.nodes[static_cast<std::size_t>(cur)].succ.push_back({entry, false});
+        g.nodes[static_cast<std::size_t>(cur)].succ.push_back({entry, 0});
         const int next = static_cast<int>(g.nodes.size());
         g.nodes.emplace_back();
-        for (int x : callee_exits) g.nodes[static_cast<std::size_t>(x)].succ.push_back({next, false});
+        for (int x : callee_exits) g.nodes[static_cast<std::size_t>(x)].succ.push_back({next, 0});
         cur = next;
       }
       last[b] = cur;
@@ -350,10 +357,11 @@ class race_analysis {
         const auto t = static_cast<std::size_t>(it->second);
         // Blocks come in dominance order: a branch to a loop header at or
         // before this block is the loop's back edge. Only a loop that holds
-        // a barrier marks what it carries round: one without (a thread's own
+        // a barrier carries accesses round: one without (an invocation's own
         // strided loop over its elements) is no phase of the workgroup.
-        const bool back = f.blocks[t].loop_header && t <= b && loop_has_barrier(f, t, b);
-        g.nodes[static_cast<std::size_t>(last[b])].succ.push_back({first[t], back});
+        int kind = f.blocks[t].loop_header && t <= b ? (loop_has_barrier(f, t, b) ? 1 : 2) : 0;
+        if (kind == 0 && leaves_plain_loop(f, b, t)) kind = 3;
+        g.nodes[static_cast<std::size_t>(last[b])].succ.push_back({first[t], kind});
       }
     return first.empty() ? -1 : first[0];
   }
@@ -367,8 +375,25 @@ class race_analysis {
     }
     return false;
   }
-  /// Whether the natural loop of the back edge latch -> header holds a barrier.
-  bool loop_has_barrier(const spv_function& f, std::size_t header, std::size_t latch) {
+  /// Whether b -> t leaves every loop without a barrier that holds b (and b
+  /// is in one): only then are accesses carried round such a loop paired
+  /// again (an inner loop's exit inside an outer one keeps them its own).
+  bool leaves_plain_loop(const spv_function& f, std::size_t b, std::size_t t) {
+    bool in_one = false;
+    for (std::size_t latch = 0; latch < f.blocks.size(); ++latch)
+      for (std::uint32_t s : f.blocks[latch].succ) {
+        const auto it = f.index.find(s);
+        if (it == f.index.end()) continue;
+        const auto h = static_cast<std::size_t>(it->second);
+        if (!f.blocks[h].loop_header || h > latch || loop_has_barrier(f, h, latch)) continue;
+        const std::vector<bool> body = loop_body(f, h, latch);
+        if (body[b] && body[t]) return false;
+        in_one = in_one || body[b];
+      }
+    return in_one;
+  }
+  /// The natural loop of the back edge latch -> header.
+  std::vector<bool> loop_body(const spv_function& f, std::size_t header, std::size_t latch) {
     std::vector<bool> in(f.blocks.size(), false);
     std::vector<std::size_t> stack{latch};
     in[header] = true;
@@ -383,12 +408,18 @@ class race_analysis {
       in[b] = true;
       for (std::size_t p : preds[b]) stack.push_back(p);
     }
+    return in;
+  }
+  /// Whether the natural loop of the back edge latch -> header holds a barrier.
+  bool loop_has_barrier(const spv_function& f, std::size_t header, std::size_t latch) {
+    const std::vector<bool> in = loop_body(f, header, latch);
     for (std::size_t b = 0; b < f.blocks.size(); ++b)
       if (in[b] && block_has_barrier(f.blocks[b])) return true;
     return false;
   }
-
-  /// Per access: bit 0 pending, bit 1 pending and carried across a back edge.
+  /// Per access: bit 0 pending; bit 1 pending and carried round a barrier
+  /// loop's back edge; bit 2 carried round a barrier-free loop's back edge and
+  /// still in it (paired with nothing until an edge leaves the loop).
   void flow(const race_graph& g, race_report& rep) {
     const std::size_t na = accesses_.size(), nn = g.nodes.size();
     std::vector<std::vector<std::uint8_t>> in(nn, std::vector<std::uint8_t>(na, 0));
@@ -408,18 +439,21 @@ class race_analysis {
         }
         if (e.kind != spv_event::load && e.kind != spv_event::store) continue;
         for (std::size_t p = 0; p < na; ++p) {
-          if (!st[p] || accesses_[p].var != e.var) continue;
+          if (!(st[p] & 3) || accesses_[p].var != e.var) continue;
           if (accesses_[p].same_element_as(accesses_[static_cast<std::size_t>(e.access)])) continue;
           if (e.kind == spv_event::load && accesses_[p].is_store) found.insert({static_cast<int>(p), e.access});
           if (e.kind == spv_event::store && !accesses_[p].is_store && (st[p] & 2)) found.insert({static_cast<int>(p), e.access});
         }
         st[static_cast<std::size_t>(e.access)] |= 1;
       }
-      for (const auto& [s, back] : g.nodes[n].succ) {
+      for (const auto& [s, kind] : g.nodes[n].succ) {
         auto& t = in[static_cast<std::size_t>(s)];
         bool changed = false;
         for (std::size_t p = 0; p < na; ++p) {
-          const std::uint8_t v = back ? static_cast<std::uint8_t>(st[p] ? 2 : 0) : st[p];
+          std::uint8_t v = st[p];
+          if (kind == 1 && v) v = 2;                                              // round a barrier loop
+          if (kind == 2) v = static_cast<std::uint8_t>((v & 2) | ((v & 5) ? 4 : 0));  // round a barrier-free loop
+          if (kind == 3 && (v & 4)) v = static_cast<std::uint8_t>((v & ~4) | 1);   // out of it
           if ((t[p] | v) != t[p]) t[p] |= v, changed = true;
         }
         if (changed && !queued[static_cast<std::size_t>(s)]) work.push_back(s), queued[static_cast<std::size_t>(s)] = true;
