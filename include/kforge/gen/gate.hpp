@@ -117,7 +117,9 @@ inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles) {
     const index_t e = in2 ? base.dims2[axis - ra] : base.dims[axis];
     if (e < 1) continue;
     index_t v = e * static_cast<index_t>((65536 + 64 + g0 - 1) / g0) + 1;
-    for (int tries = 0; tries < 8; ++tries, v *= 2) {
+    // Steps of a quarter: the first guess counts whole workgroups of a small
+    // shape and falls short; doubling would overshoot by up to 2x the bytes.
+    for (int tries = 0; tries < 40; ++tries, v += v / 4 + 1) {
       problem q = base;
       if (in2) {
         q.dims2[axis - ra] = v;
