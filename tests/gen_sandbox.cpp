@@ -5,6 +5,7 @@
 // every mutant of kforge's own kernels killed, no original rejected.
 #include "gen/common.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 using namespace kforge;
@@ -38,7 +39,7 @@ gen::sandbox_result sandboxed(const std::string& glsl, int dispatch_timeout_ms =
   o.dispatch_timeout_ms = dispatch_timeout_ms;
   o.wall_timeout_ms = 60000;
   o.benchmark = false;
-  return gen::run_sandboxed({p, gen::held_out_problem(p)}, glsl, o);
+  return gen::run_sandboxed({p}, glsl, o);  // the worker draws the held-out shapes
 }
 
 }  // namespace
@@ -244,4 +245,216 @@ TEST_CASE("mutation testing: every mutant of every op is killed, no original is 
   CHECK(rep.mutants >= 4 * static_cast<int>(ops.size()));
   CHECK(rep.passed());
   MESSAGE(rep.killed << "/" << rep.mutants << " mutants killed");
+}
+
+// ---- held-out shapes (gate.hpp, docs/GENERATION.md "Held-out shapes") ------
+
+namespace {
+problem shape_of(const char* op, const char* s) {
+  problem p;
+  p.op = op;
+  set_shape(p, s);
+  return p;
+}
+}  // namespace
+
+TEST_CASE("held-out shapes: every axis redrawn, per seed, with each family's relations") {
+  for (std::uint64_t seed : {1ull, 2ull, 0xdeadbeefull, 0x123456789abcdefull}) {
+    CAPTURE(seed);
+    // relu 3x7x19: every extent new, odd, and the two draws differ.
+    const problem r = shape_of("relu", "3x7x19");
+    const auto hr = gen::held_out_problems(r, seed);
+    REQUIRE(hr.size() >= 2);
+    for (const auto& h : hr)
+      for (int i = 0; i < 3; ++i) {
+        CHECK(h.dims[i] != r.dims[i]);
+        CHECK(h.dims[i] % 2 == 1);
+      }
+    CHECK(!(hr[0].dims == hr[1].dims));
+    // gemm: M and N cross the kernel's tiles, K crosses every K tile up to 64.
+    const problem g = shape_of("gemm", "64x48x40");
+    for (const auto& h : gen::held_out_problems(g, seed, launch_tiles{256, 64, 32, 0})) {
+      CHECK(h.dims[0] > 64);
+      CHECK(h.dims[0] % 64 != 0);
+      CHECK(h.dims[1] > 32);
+      CHECK(h.dims[1] % 32 != 0);
+      CHECK(h.dims[2] > 64);
+      CHECK(h.dims[2] % 2 == 1);
+    }
+    // causal attention with S = L: one draw with S < L, one with S > L, and
+    // every other axis new too.
+    problem a = shape_of("attention", "1x2x33x16");
+    a.causal = true;
+    const auto ha = gen::held_out_problems(a, seed);
+    CHECK(ha[0].dims[2] < attention_traits::keys(ha[0]));
+    CHECK(ha[1].dims[2] > attention_traits::keys(ha[1]));
+    for (const auto& h : ha) {
+      CHECK(h.dims[0] != 1);
+      CHECK(h.dims[2] != 33);
+      CHECK(attention_traits::keys(h) != 33);
+      CHECK(h.dims[3] != 16);
+      CHECK(h.dims[3] <= 32);  // within the head dim's 32-row bucket
+    }
+    // conv2d: H != W, both new; draw 0 ends H's last window on the padded
+    // edge and W's not, draw 1 the other way round.
+    problem c = shape_of("conv2d", "1x4x9x9,6x2x3x3");
+    c.groups = 2;
+    c.stride[0] = c.stride[1] = 2;
+    c.pad[0] = c.pad[1] = 1;
+    const auto hc = gen::held_out_problems(c, seed);
+    for (int i = 0; i < 2; ++i) {
+      const problem& h = hc[static_cast<std::size_t>(i)];
+      CHECK(h.dims[2] != h.dims[3]);
+      CHECK(h.dims[2] != 9);
+      CHECK(h.dims[3] != 9);
+      CHECK(h.dims[0] != 1);
+      const bool h_edge = (h.dims[2] + 2 - 3) % 2 == 0, w_edge = (h.dims[3] + 2 - 3) % 2 == 0;
+      CHECK(h_edge == (i == 0));
+      CHECK(w_edge == (i == 1));
+      (void)operands(h);
+    }
+  }
+  // The draws come from the seed: the same seed, the same shapes.
+  const problem r7 = shape_of("relu", "3x7x19");
+  CHECK(gen::held_out_problems(r7, 7)[0].dims == gen::held_out_problems(r7, 7)[0].dims);
+}
+
+TEST_CASE("held-out shapes: the 2-D-grid shape needs more than 65535 workgroups, or says why there is none") {
+  const problem r = shape_of("relu", "3x7x19");
+  const auto g = gen::grid_problem(r, launch_tiles{64, 0, 0, 0});
+  REQUIRE(g.p.has_value());
+  CHECK(g.workgroups > 65535);
+  CHECK(g.p->dims.numel() > 65535 * 64);
+  // A kernel whose workgroups each take so many elements that the grid would
+  // need over the memory limit: skipped, and the reason says by how much.
+  const auto big = gen::grid_problem(r, launch_tiles{64, 0, 0, 4096});
+  CHECK_FALSE(big.p.has_value());
+  CHECK(big.reason.find("MiB") != std::string::npos);
+  // gemm's grid is 3-D by contract.
+  const auto gm = gen::grid_problem(shape_of("gemm", "64x48x40"), launch_tiles{256, 64, 64, 0});
+  CHECK_FALSE(gm.p.has_value());
+  CHECK(gm.reason.find("3-D grid") != std::string::npos);
+  // A rows op: one row per workgroup, so the rows axis grows.
+  const auto gs = gen::grid_problem(shape_of("softmax", "5x37"), launch_tiles{256, 0, 0, 1});
+  REQUIRE(gs.p.has_value());
+  CHECK(gs.p->dims[0] > 65535);
+  CHECK(gs.p->dims[1] == 37);
+}
+
+TEST_CASE("sandbox: a causal attention kernel with a bottom-right mask is rejected (held-out S < L and S > L)") {
+  KGT_NEED_VULKAN();
+  problem p;
+  p.op = "attention";
+  set_shape(p, "1x2x33x16");
+  p.causal = true;
+  const std::string own = gen::template_source(p);
+  std::string bottom_right = own;
+  const std::string top_left = "min(pc.L, row + 1u)";
+  REQUIRE(bottom_right.find(top_left) != std::string::npos);
+  // Query i sees keys j <= i + L - S: the same as top-left when S = L.
+  bottom_right.replace(bottom_right.find(top_left), top_left.size(),
+                       "uint(clamp(int(row) + 1 + int(pc.L) - int(pc.S), 0, int(pc.L)))");
+  gen::sandbox_options o;
+  o.benchmark = false;
+  o.wall_timeout_ms = 120000;
+  const auto ok = gen::run_sandboxed({p}, own, o);
+  INFO(ok.reason << "\n" << ok.log_tail);
+  CHECK(ok.accepted);
+  CHECK(ok.held_out.size() == 2);
+  const auto r = gen::run_sandboxed({p}, bottom_right, o);
+  INFO(r.reason);
+  CHECK_FALSE(r.accepted);
+  CHECK(r.stage == "validation");
+  CHECK(r.reason.find("held-out shape") != std::string::npos);
+}
+
+TEST_CASE("sandbox: a relu kernel that ignores gl_WorkGroupID.y is rejected on the 2-D-grid shape") {
+  KGT_NEED_VULKAN();
+  // Right on every shape that needs at most 65535 workgroups (all the prompt's
+  // and the held-out draws), wrong past that.
+  const auto r = sandboxed(relu_kernel(
+      "  uint j = gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x;\n"
+      "  if (j < pc.n) { float v = x_[j]; y_[j] = isnan(v) ? v : max(v, 0.0); }"));
+  INFO(r.reason << "\n" << r.log_tail);
+  CHECK_FALSE(r.accepted);
+  CHECK(r.stage == "validation");
+  CHECK(r.reason.find("2-D grid shape") != std::string::npos);
+  CHECK(r.grid_2d.find("workgroups") != std::string::npos);
+}
+
+// ---- the static shared-memory race check (race.hpp) -------------------------
+
+namespace {
+gen::race_report races_of(const std::string& glsl) { return gen::check_shared_races(gen::compile_glsl("race", glsl, true)); }
+}  // namespace
+
+TEST_CASE("race check: no race in any kernel the template provider emits; every missing-barrier mutant flagged") {
+  // No device needed: compile and analyse only. So the mutants that survive
+  // on a device where the race changes no output are still killed.
+  int flagged = 0;
+  std::vector<std::string> must{"gemm.missing_barrier.barrier_after_compute", "conv2d.missing_barrier.barrier_after_compute",
+                                "attention.missing_barrier.q_barrier"};
+  for (const auto& o : all_ops()) {
+    const problem p = gen::mutation_problem(std::string(o.name));
+    CAPTURE(o.name);
+    for (int i : {0, 2, 4, 5}) {  // the template provider's valid samples (1 and 3 are broken on purpose)
+      const auto [src, what] = gen::template_provider::variant(p, i);
+      if (what.find("deliberately") != std::string::npos) continue;
+      const auto r = races_of(src);
+      CHECK_MESSAGE(!r.race(), what << ": " << (r.race() ? r.findings.front().text() : ""));
+    }
+    for (const auto& m : gen::mutants_for(p)) {
+      if (m.kind != "missing_barrier") continue;
+      const auto r = races_of(m.source);
+      CHECK_MESSAGE(r.race(), m.name << " not flagged");
+      if (r.race()) {
+        ++flagged;
+        MESSAGE(m.name << ": " << r.findings.front().text());
+        CHECK(r.findings.front().text().find("without a barrier") != std::string::npos);
+        CHECK(r.findings.front().text().find("at line ") != std::string::npos);
+      }
+      must.erase(std::remove(must.begin(), must.end(), m.name), must.end());
+    }
+  }
+  CHECK_MESSAGE(must.empty(), "missing-barrier mutants not found: " << must.size());
+  CHECK(flagged >= 3);
+}
+
+TEST_CASE("race check: read after write, write after read across iterations, and what it leaves alone") {
+  const std::string head = R"(#version 450
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) buffer B { float b[]; };
+shared float s[64];
+void main() {
+  uint t = gl_LocalInvocationID.x;
+)";
+  // Each invocation reads its neighbour's element with no barrier.
+  const auto raw = races_of(head + "  s[t] = b[t];\n  b[t] = s[(t + 1u) % 64u];\n}\n");
+  REQUIRE(raw.race());
+  CHECK(raw.findings.front().kind == "read after write");
+  CHECK(raw.findings.front().text().find("store at line 7 reaches load at line 8 of 's'") != std::string::npos);
+  // The same with a barrier: fine.
+  CHECK_FALSE(races_of(head + "  s[t] = b[t];\n  barrier();\n  b[t] = s[(t + 1u) % 64u];\n}\n").race());
+  // A barrier of the subgroup only does not order the workgroup.
+  std::string sub_head = head;
+  sub_head.insert(sub_head.find('\n') + 1, "#extension GL_KHR_shader_subgroup_basic : require\n");
+  CHECK(races_of(sub_head + "  s[t] = b[t];\n  subgroupBarrier();\n  b[t] = s[(t + 1u) % 64u];\n}\n").race());
+  // A loop that reads the tile and then overwrites it with the next, with a
+  // barrier only after the store: write after read across the iteration.
+  const auto war = races_of(head +
+                            "  float acc = 0.0;\n  for (uint k = 0; k < 8u; ++k) {\n    s[t] = b[k * 64u + t];\n"
+                            "    barrier();\n    acc += s[63u - t];\n  }\n  b[t] = acc;\n}\n");
+  REQUIRE(war.race());
+  CHECK(war.findings.front().kind == "write after read across a loop iteration");
+  // An invocation's own element, through the same index variable: no report.
+  CHECK_FALSE(races_of(head + "  for (uint d = t; d < 64u; d += 64u) { s[d] = b[d]; s[d] = s[d] * 2.0; }\n"
+                              "  barrier();\n  b[t] = s[63u - t];\n}\n")
+                    .race());
+  // A constant index is everybody's element: thread 0 writes, all read.
+  CHECK(races_of(head + "  if (t == 0u) s[0] = b[0];\n  b[t] = s[0];\n}\n").race());
+  // A kernel without shared memory has nothing to check.
+  const auto none = races_of("#version 450\nlayout(local_size_x = 64) in;\nlayout(std430, set = 0, binding = 0) buffer B { float b[]; };\n"
+                             "void main() { b[gl_GlobalInvocationID.x] = 1.0; }\n");
+  CHECK(none.shared_variables == 0);
+  CHECK_FALSE(none.race());
 }

@@ -19,10 +19,14 @@ namespace {
 bool has_flag(const std::vector<std::string>& flags, const char* f) {
   return std::find(flags.begin(), flags.end(), f) != flags.end();
 }
-/// The gate validates p and its held-out shape in a sandboxed worker on the
-/// Vulkan device: refused before anything is allocated when either would not fit.
+/// The gate validates p and its held-out shapes in a sandboxed worker on the
+/// Vulkan device: refused before anything is allocated when one would not fit.
+/// The held-out shapes come from the gate's secret seed; the ones drawn here
+/// from seed 0 stand for them (every draw keeps each extent within 3d/2 + 9).
 void require_gate_memory(const problem& p) {
-  for (const problem& q : {p, gen::held_out_problem(p)}) {
+  std::vector<problem> shapes = gen::held_out_problems(p, 0);
+  shapes.insert(shapes.begin(), p);
+  for (const problem& q : shapes) {
     require_host_memory(q, validation_bytes(q), std::string("the gate's worker: ") + validation_bytes_what);
     for (const policy_entry& e : policies())
       if (e.name == "vulkan" && e.unavailable().empty()) require_device_memory(q, e);
@@ -41,19 +45,21 @@ int cmd_validate_kernel(const problem& p, const std::map<std::string, std::strin
     return 2;
   }
   require_gate_memory(p);
-  const std::vector<problem> shapes{p, gen::held_out_problem(p)};
+  const std::vector<problem> shapes{p};  // the gate draws the held-out shapes
   gen::sandbox_options so;
   so.benchmark = false;
   const gen::sandbox_result r = gen::run_sandboxed(shapes, glsl, so);
   if (has_flag(flags, "json")) {
     json_writer w;
-    w.begin_object().field("kernel", file).field("problem", describe(p)).field("held_out", describe(shapes[1]));
+    w.begin_object().field("kernel", file).field("problem", describe(p)).key("held_out").begin_array();
+    for (const auto& h : r.held_out) w.value(h);
+    w.end_array().field("grid_2d", r.grid_2d);
     w.field("accepted", r.accepted).field("stage", r.stage).field("reason", r.reason);
     if (!r.gate_json.empty()) w.key("gate").raw(r.gate_json);
     w.end_object();
     std::cout << w.str() << "\n";
   } else {
-    std::cout << file << " for " << describe(p) << " (held out: " << describe(shapes[1]) << "): "
+    std::cout << file << " for " << describe(p) << " (held out: " << r.held_out_text() << "): "
               << (r.accepted ? "ACCEPTED" : "REJECTED at " + r.stage) << "\n  " << r.reason << "\n";
   }
   return r.accepted ? 0 : 1;

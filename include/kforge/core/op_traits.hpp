@@ -24,8 +24,9 @@
 //   contract(p), launch_of(p, t)   the kernel contract row: bindings, push constants, grid
 //   semantics(p), source_spec(p)   the op in words and as PyTorch, for prompts and records
 //   record_params(p)               its parameters in a record's file name (default: "")
-//   held_out(p)                    a shape the generation gate validates on besides p's (default:
-//                                  every extent > 1 made a different odd number)
+//   held_out(p, draw)              a shape the generation gate validates on besides p's, drawn
+//                                  from its secret stream (default: every extent > 1 redrawn
+//                                  independently, odd and different; docs/GENERATION.md)
 //   mutation_problem(op)           a small problem with every feature the mutants of its kernel touch
 //
 // A family whose outputs are copies of its inputs' elements derives from
@@ -142,6 +143,44 @@ struct launch {
   }
 };
 
+/// One held-out shape's randomness (the generation gate, gen/gate.hpp): a
+/// stream from the gate's secret seed, which draw this is (families tie
+/// relations to it: attention's draw 0 has S < L, draw 1 S > L; conv2d's
+/// draw 0 ends H's last window on the padded edge, draw 1 W's), and the
+/// kernel's tiles as reflection read them (gemm's M and N cross them).
+struct held_out_draw {
+  std::uint64_t state = 0;
+  int index = 0;
+  launch_tiles tiles;
+
+  std::uint64_t next() {  // splitmix64
+    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  /// Uniform in [lo, hi] (lo when hi < lo).
+  index_t uniform(index_t lo, index_t hi) {
+    if (hi <= lo) return lo;
+    return lo + static_cast<index_t>(next() % static_cast<std::uint64_t>(hi - lo + 1));
+  }
+  /// An odd number in [lo, hi] other than `avoid` (odd: not a multiple of any
+  /// power-of-two tile); hi grows when the range holds no other odd number.
+  index_t odd(index_t lo, index_t hi, index_t avoid = -1) {
+    lo |= 1;
+    hi = std::max(hi, lo + 2);
+    index_t v = lo + 2 * uniform(0, (hi - lo) / 2);
+    if (v == avoid) v = v + 2 <= hi ? v + 2 : v - 2;
+    return v;
+  }
+  /// A new extent for d, drawn on its own: 1 stays 1 (a broadcast axis or a
+  /// batch of one); otherwise odd, in [(d + 1) / 2, 3d/2 + 9], never d.
+  index_t extent(index_t d) {
+    if (d <= 1) return d;
+    return odd(std::max<index_t>(3, (d + 1) / 2), d + d / 2 + 9, d);
+  }
+};
+
 /// An op option's number: finite (core/input.hpp's rule; option_number with
 /// a narrower range where the option has one).
 inline double parse_number(std::string_view option, std::string_view text) {
@@ -175,18 +214,10 @@ struct traits_base {
     return b;
   }
 
-  /// An odd extent different from d (not a multiple of any power-of-two
-  /// tile); 1 stays 1 (it carries broadcasting).
-  static index_t odd_extent(index_t d) {
-    if (d <= 1) return d;
-    index_t h = (d * 2 / 3) | 1;
-    if (h <= 1) h = 3;
-    if (h == d) h = d + 2;
-    return h;
-  }
-  static problem held_out(const problem& p) {
+  /// Every extent of dims redrawn on its own (held_out_draw::extent).
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
+    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
     return q;
   }
 

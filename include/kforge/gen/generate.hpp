@@ -103,7 +103,6 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
     }
   }
   const device_facts dev = o.device ? *o.device : query_device_facts();
-  const problem held = held_out_problem(p);
   std::optional<feedback> previous;
   for (int i = 0; i < o.samples; ++i) {
     const std::string tag = "sample " + std::to_string(i + 1) + "/" + std::to_string(o.samples);
@@ -116,7 +115,6 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
     r.source_hash = sh;
     r.provider = prov.name();
     r.model = prov.model();
-    r.held_out_shape = describe(held);
     llm_request req;
     req.model = prov.model();
     req.temperature = prov.temperature;
@@ -144,8 +142,9 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
         r.stage = stage::extraction;
         r.reason = "the response contains no GLSL code block (no fenced block or #version with main())";
       } else {
-        say(tag + ": compiling and validating in the sandbox (held-out shape " + describe(held) + ")");
-        const sandbox_result sr = run_sandboxed({p, held}, ex.glsl, o.sandbox);
+        say(tag + ": compiling and validating in the sandbox (held-out shapes drawn there from its secret seed)");
+        const sandbox_result sr = run_sandboxed({p}, ex.glsl, o.sandbox);
+        r.held_out_shape = sr.held_out_text();
         r.stage = sr.stage;
         r.reason = sr.reason;
         r.validation = sr.gate_json;

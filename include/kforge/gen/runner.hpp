@@ -70,9 +70,10 @@ struct kernel_reflection {
 };
 
 /// GLSL → SPIR-V with glslang (Vulkan 1.1, SPIR-V 1.3, as the backend);
-/// throws vulkan::shader_error with the compiler's log.
-inline std::vector<std::uint32_t> compile_glsl(const std::string& name, const std::string& source) {
-  return vulkan::shader_compiler::compile(vulkan::shader_variant{name, source, {}});
+/// throws vulkan::shader_error with the compiler's log. debug_info: with
+/// OpLine, so that checks can name source lines (the race check).
+inline std::vector<std::uint32_t> compile_glsl(const std::string& name, const std::string& source, bool debug_info = false) {
+  return vulkan::shader_compiler::compile(vulkan::shader_variant{name, source, {}}, debug_info);
 }
 
 /// Checks a module against the contract for p; throws vulkan::interface_error

@@ -54,6 +54,16 @@ struct sandbox_result {
   std::string log_tail;   ///< the last lines the worker printed
   double wall_s = 0;
   bool robust_buffer_access = false;  ///< the worker's context had it (false when the worker died)
+  /// The held-out shapes the worker drew from its secret seed (empty when it
+  /// stopped before reflection), and its 2-D-grid shape or why it had none.
+  std::vector<std::string> held_out;
+  std::string grid_2d;
+  /// held_out and grid_2d in one line, for records and messages.
+  std::string held_out_text() const {
+    std::string s;
+    for (const auto& h : held_out) s += (s.empty() ? "" : "; ") + h;
+    return grid_2d.empty() ? s : s + (s.empty() ? "" : "; ") + "2-D grid: " + grid_2d;
+  }
 };
 
 /// The kforge executable that serves as the worker.
@@ -95,7 +105,8 @@ inline std::string last_line(std::string s) {
 }
 }  // namespace detail
 
-/// Validates `glsl` on `shapes` (the first is the prompt's problem) in a child process.
+/// Validates `glsl` on `shapes` (the first is the prompt's problem) in a child
+/// process; the worker adds the held-out shapes it draws from the secret seed.
 inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const std::string& glsl,
                                     const sandbox_options& o = {}) {
   const std::string exe = worker_executable(o);
@@ -170,6 +181,16 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
   out.stage = json::str(doc.root(), "stage", stage::crash);
   out.reason = redact_env(json::str(doc.root(), "reason"));
   out.robust_buffer_access = json::boolean(doc.root(), "robust_buffer_access", false);
+  simdjson::dom::array held;
+  if (!doc.root()["held_out"].get_array().get(held))
+    for (auto h : held) {
+      std::string_view v;
+      if (!h.get_string().get(v)) out.held_out.emplace_back(v);
+    }
+  simdjson::dom::element grid;
+  if (!doc.root()["grid_2d"].get(grid))
+    out.grid_2d = json::boolean(grid, "validated") ? json::str(grid, "shape") + " (" + std::to_string(static_cast<long long>(json::num(grid, "workgroups"))) + " workgroups)"
+                                                   : json::str(grid, "rule");
   return out;
 }
 

@@ -185,12 +185,35 @@ struct attention_traits : traits_base<attention_traits> {
     return s + (layout(p) == attention_layout::bshd ? "_bshd" : "");
   }
   /// S and L change independently of each other; the heads stay (H / Hkv must stay whole).
-  static problem held_out(const problem& p) {
+  /// Every axis redrawn on its own: B (1..3), the KV heads and the heads per
+  /// KV head (grouped stays grouped), D within (D/2, the next multiple of 32]
+  /// (kernels may size shared memory by that, as kforge's stages the query
+  /// row in max(32, D rounded up to 32)), and S and L, both new, with S < L on
+  /// draw 0 and S > L on draw 1 — the causal mask is top-left aligned (query
+  /// i sees keys j <= i), so only S != L tells it from a bottom-right one.
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    q.dims[2] = odd_extent(p.dims[2]) == 1 ? 3 : odd_extent(p.dims[2]);
-    const index_t l = keys(p), lo = odd_extent(l) == 1 ? 5 : odd_extent(l);
-    q.dims2 = p.dims2.rank() == 2 ? shape{lo, p.dims2[1]} : shape{lo};
-    if (p.attr("kv_len", -1) >= 0) q.attrs["kv_len"] = static_cast<double>(std::min(attended(p), lo));
+    const index_t s = p.dims[2], l = keys(p), hk = kv_heads(p);
+    const bool grouped = p.dims2.rank() == 2 && hk != p.dims[1];
+    auto other = [&](index_t lo, index_t hi, index_t avoid) {
+      index_t v = d.uniform(lo, hi);
+      return v == avoid ? (v + 1 <= hi ? v + 1 : v - 1) : v;
+    };
+    q.dims[0] = other(1, 3, p.dims[0]);
+    const index_t hk2 = other(1, 3, hk), g2 = grouped ? other(2, 3, hk ? p.dims[1] / hk : 1) : 1;
+    q.dims[1] = hk2 * g2;
+    q.dims[3] = d.odd((p.dims[3] + 1) / 2, std::max<index_t>(32, (p.dims[3] + 31) / 32 * 32), p.dims[3]);
+    const index_t hi = std::max(s, l) + std::max(s, l) / 2 + 9;
+    index_t lo_len = 0, hi_len = 0, s2 = s, l2 = l;
+    for (int tries = 0; tries < 64 && (s2 == s || l2 == l); ++tries) {
+      const index_t a = d.odd(3, hi), b = d.odd(3, hi, a);
+      lo_len = std::min(a, b), hi_len = std::max(a, b);
+      s2 = d.index % 2 == 0 ? lo_len : hi_len;
+      l2 = d.index % 2 == 0 ? hi_len : lo_len;
+    }
+    q.dims[2] = s2;
+    q.dims2 = grouped ? shape{l2, hk2} : p.dims2.rank() == 2 ? shape{l2, q.dims[1]} : shape{l2};
+    if (p.attr("kv_len", -1) >= 0) q.attrs["kv_len"] = static_cast<double>(l2);  // all keys: a cut is not in the contract
     return q;
   }
   /// S > L, so that with the causal mask the last queries see every key (a

@@ -148,13 +148,31 @@ struct conv2d_traits : traits_base<conv2d_traits> {
     return s;
   }
   /// The image changes size (still odd and large enough for the filter); the filter stays.
-  static problem held_out(const problem& p) {
+  /// Images, channels per group and filters per group redrawn (a batch of
+  /// one becomes two); the filter taps, stride, padding, dilation and groups
+  /// are the op's parameters and stay. H != W, both new; on draw 0 the last
+  /// window along H ends exactly on the padded edge ((H + 2·pad - taps) is a
+  /// multiple of the stride) and along W it does not, on draw 1 the other way
+  /// round (with stride 1 every window ends on an edge).
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    const index_t need_h = p.dilation[0] * (p.dims2[2] - 1) + 1 - 2 * p.pad[0];
-    const index_t need_w = p.dilation[1] * (p.dims2[3] - 1) + 1 - 2 * p.pad[1];
-    q.dims[2] = std::max(odd_extent(p.dims[2]), need_h | 1);
-    q.dims[3] = std::max(odd_extent(p.dims[3]), need_w | 1);
-    if (q.dims[2] == p.dims[2]) q.dims[2] += 2;
+    const index_t g = p.groups > 0 ? p.groups : 1;
+    q.dims[0] = p.dims[0] == 1 ? 2 : d.extent(p.dims[0]);
+    q.dims2[1] = d.extent(p.dims[1] / g);
+    q.dims[1] = g * q.dims2[1];
+    q.dims2[0] = g * d.extent(p.dims2[0] / g);
+    auto axis = [&](int a, bool on_edge, index_t avoid) {
+      const index_t taps = p.dilation[a] * (p.dims2[2 + a] - 1) + 1, s = std::max(1, p.stride[a]);
+      const index_t need = std::max<index_t>(1, taps - 2 * p.pad[a]);
+      index_t e = std::max(d.extent(p.dims[2 + a]), need);
+      const index_t r = (e + 2 * p.pad[a] - taps) % s;
+      if (on_edge) e = e - r >= need ? e - r : e + (s - r) % s;
+      else if (s > 1 && r == 0) e += 1;
+      while (e == p.dims[2 + a] || e == avoid) e += s;
+      return e;
+    };
+    q.dims[2] = axis(0, d.index % 2 == 0, -1);
+    q.dims[3] = axis(1, d.index % 2 == 1, q.dims[2]);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

@@ -217,13 +217,13 @@ struct binary_traits : traits_base<binary_traits> {
            (p.op == "max" ? std::string("maximum") : p.op == "min" ? std::string("minimum") : p.op) + "(a, b)";
   }
   /// a's extents become odd; b keeps 1s where it broadcasts and follows a elsewhere.
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
     shape b = p.dims2.rank() ? p.dims2 : p.dims;
-    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
+    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
     for (int i = 0; i < b.rank(); ++i) {
       const int ai = q.dims.rank() - b.rank() + i;
-      b[i] = b[i] == 1 ? 1 : (ai >= 0 && p.dims[ai] == b[i] ? q.dims[ai] : odd_extent(b[i]));
+      b[i] = b[i] == 1 ? 1 : (ai >= 0 && p.dims[ai] == b[i] ? q.dims[ai] : d.extent(b[i]));
     }
     if (p.dims2.rank()) q.dims2 = b;
     return q;

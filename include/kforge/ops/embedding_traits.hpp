@@ -83,10 +83,10 @@ struct embedding_traits : copy_traits_base<embedding_traits> {
     return "def embedding(table, ids):  # table [V, D], ids [...] int\n    return F.embedding(ids, table)  # table[ids]";
   }
   /// V and D different odd numbers, the ids' extents too.
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < 2; ++i) q.dims[i] = odd_extent(p.dims[i]);
-    for (int i = 0; i < q.dims2.rank(); ++i) q.dims2[i] = odd_extent(p.dims2[i]);
+    for (int i = 0; i < 2; ++i) q.dims[i] = d.extent(p.dims[i]);
+    for (int i = 0; i < q.dims2.rank(); ++i) q.dims2[i] = d.extent(p.dims2[i]);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

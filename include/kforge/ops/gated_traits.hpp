@@ -106,10 +106,10 @@ struct gated_traits : traits_base<gated_traits> {
     return "def " + p.op + "(x):  # x [..., 2F]\n    a, b = x.chunk(2, dim=-1)\n    return " + act + " * b";
   }
   /// F becomes a different odd number, the leading dims too.
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
-    q.dims[q.dims.rank() - 1] = 2 * odd_extent(p.dims.back() / 2);
+    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[q.dims.rank() - 1] = 2 * d.extent(p.dims.back() / 2);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

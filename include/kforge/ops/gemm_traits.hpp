@@ -178,6 +178,23 @@ struct gemm_traits : traits_base<gemm_traits> {
     if (p.epilogue.find("leaky") != std::string::npos) s += "_sl" + number_part(p.slope);
     return s;
   }
+  /// M and N each cross the kernel's output tile (read back by reflection;
+  /// 64 where none): odd, in (tile, 3·tile], never a multiple of it. K odd in
+  /// (64, 192), so that it crosses every K tile up to 64 (the K tile is the
+  /// kernel's own knob, which the contract does not expose).
+  static problem held_out(const problem& p, held_out_draw& d) {
+    problem q = p;
+    auto cross = [&](index_t e, std::uint32_t tile) {
+      const index_t t = tile ? tile : 64;
+      index_t v = d.odd(t + 1, 3 * t, e);
+      while (v % t == 0 || v == e) v += 2;
+      return v;
+    };
+    q.dims[0] = cross(p.dims[0], d.tiles.tile_m);
+    q.dims[1] = cross(p.dims[1], d.tiles.tile_n);
+    q.dims[2] = d.odd(65, 191, p.dims[2]);
+    return q;
+  }
   static problem mutation_problem(const std::string& op) {
     problem p;
     p.op = op;

@@ -96,10 +96,10 @@ struct kv_append_traits : copy_traits_base<kv_append_traits> {
   static std::string record_params(const problem& p) { return "_p" + std::to_string(pos(p)); }
   /// Every extent of x made a different odd number; the cache keeps pos and
   /// gets an odd number of rows after the new ones (none stays none).
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < 4; ++i) q.dims[i] = odd_extent(p.dims[i]);
-    q.dims2[0] = pos(p) + q.dims[1] + odd_extent(p.dims2[0] - pos(p) - p.dims[1]);
+    for (int i = 0; i < 4; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims2[0] = pos(p) + q.dims[1] + d.extent(p.dims2[0] - pos(p) - p.dims[1]);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

@@ -56,7 +56,7 @@ struct family_table {
   std::string (*semantics)(const problem&);
   std::string (*source_spec)(const problem&);
   std::string (*record_params)(const problem&);
-  problem (*held_out)(const problem&);
+  problem (*held_out)(const problem&, held_out_draw&);
   problem (*mutation_problem)(const std::string&);
   const void* id;  ///< identifies the traits type (is_family)
 };

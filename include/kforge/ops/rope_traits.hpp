@@ -137,10 +137,10 @@ struct rope_traits : traits_base<rope_traits> {
     return s + (interleaved(p) ? "_il" : "");
   }
   /// S and H become odd; D stays even (a different even number).
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
-    q.dims[q.dims.rank() - 1] = 2 * odd_extent(p.dims.back() / 2);
+    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[q.dims.rank() - 1] = 2 * d.extent(p.dims.back() / 2);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

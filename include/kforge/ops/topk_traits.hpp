@@ -90,10 +90,13 @@ struct topk_traits : copy_traits_base<topk_traits> {
   }
   static std::string record_params(const problem& p) { return "_k" + std::to_string(k(p)); }
   /// Leading dims odd; N a different odd number, but at least k.
-  static problem held_out(const problem& p) {
+  static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = odd_extent(p.dims[i]);
-    q.dims[q.dims.rank() - 1] = std::max(odd_extent(p.dims.back()), k(p));
+    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
+    index_t n = d.extent(p.dims.back());
+    if (n < k(p)) n = (k(p) + 1) | 1;  // at least k columns
+    if (n == p.dims.back()) n += 2;
+    q.dims[q.dims.rank() - 1] = n;
     return q;
   }
   /// topk: k = 5 of rows of 300 (the zeros and ones cases are all ties and

@@ -152,7 +152,8 @@ class shader_compiler {
   }
 
   /// Compiles without any cache; throws shader_error with glslang's log.
-  static std::vector<std::uint32_t> compile(const shader_variant& v) {
+  /// debug_info adds OpLine (source lines) for checks that report them.
+  static std::vector<std::uint32_t> compile(const shader_variant& v, bool debug_info = false) {
     init_glslang();  // callers without a context (interface tests) too: an uninitialised glslang fails with an empty log
     glslang::TShader sh(EShLangCompute);
     const char* src = v.source.c_str();
@@ -176,6 +177,7 @@ class shader_compiler {
     std::vector<std::uint32_t> out;
     glslang::SpvOptions opt;
     opt.disableOptimizer = false;
+    opt.generateDebugInfo = debug_info;
     glslang::GlslangToSpv(*prog.getIntermediate(EShLangCompute), out, &opt);
     return out;
   }
