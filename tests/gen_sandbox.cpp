@@ -330,6 +330,17 @@ TEST_CASE("held-out shapes: the 2-D-grid shape needs more than 65535 workgroups,
   const auto big = gen::grid_problem(r, launch_tiles{64, 0, 0, 4096});
   CHECK_FALSE(big.p.has_value());
   CHECK(big.reason.find("MiB") != std::string::npos);
+  // A device whose storage buffers are smaller than the grid shape's largest
+  // operand (lavapipe's 128 MiB against a gated op's input): skipped, with
+  // the device's limit in the reason, never a rejected kernel.
+  const problem sw = shape_of("swiglu", "5x6x22");
+  const auto unlimited = gen::grid_problem(sw, launch_tiles{256, 0, 0, 0});
+  REQUIRE(unlimited.p.has_value());
+  const auto small = gen::grid_problem(sw, launch_tiles{256, 0, 0, 0}, 64ull << 20);
+  CHECK_FALSE(small.p.has_value());
+  CHECK(small.reason.find("maxStorageBufferRange") != std::string::npos);
+  const auto fits = gen::grid_problem(r, launch_tiles{64, 0, 0, 0}, 128ull << 20);
+  CHECK(fits.p.has_value());
   // gemm's grid is 3-D by contract.
   const auto gm = gen::grid_problem(shape_of("gemm", "64x48x40"), launch_tiles{256, 64, 64, 0});
   CHECK_FALSE(gm.p.has_value());

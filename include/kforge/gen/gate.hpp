@@ -93,8 +93,11 @@ struct grid_shape {
 /// Grows one axis of `base` (the one whose growth costs the fewest operand
 /// bytes) until the launch at `tiles` needs more than 65535 workgroups. gemm
 /// and conv2d have a 3-D grid by contract (no fold to test); a shape over
-/// grid_shape_byte_limit is skipped, with the reason.
-inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles) {
+/// grid_shape_byte_limit is skipped, with the reason; so is one whose largest
+/// operand would not fit one storage buffer (`max_buffer_bytes`, the device's
+/// maxStorageBufferRange; 0: no such limit). lavapipe's 128 MiB is less than
+/// a gated op's input needs for 65536 workgroups of 256 outputs.
+inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles, std::uint64_t max_buffer_bytes = 0) {
   const family_table& f = family_of(base);
   grid_shape out;
   if (f.contract(base).tile_2d) {
@@ -109,6 +112,16 @@ inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles) {
   auto folds = [&](const problem& q) { return f.launch_of(q, tiles).grid[1] > 1; };
   const std::uint64_t g0 = std::max<std::uint64_t>(1, workgroups(base));
   double best_bytes = 0;
+  // The runner allocates each operand with a small guard beside it.
+  constexpr double buffer_slack = 4096;
+  auto largest_operand = [](const problem& q) {
+    double b = 0;
+    for (const operand_spec& o : operands(q))
+      b = std::max(b, static_cast<double>(o.dims.numel()) * static_cast<double>(size_of(operand_type(q, o))));
+    return b;
+  };
+  std::optional<problem> too_wide;  // the cheapest shape refused for its largest operand
+  double too_wide_buffer = 0;
   const int ra = base.dims.rank(), rb = base.dims2.rank();
   for (int axis = 0; axis < ra + rb; ++axis) {
     // An axis of dims carries the aligned axis of dims2 along where they are
@@ -135,6 +148,13 @@ inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles) {
         break;  // this axis cannot grow alone
       }
       const double bytes = f.bytes(q);
+      if (max_buffer_bytes && largest_operand(q) + buffer_slack > static_cast<double>(max_buffer_bytes)) {
+        if (!too_wide || largest_operand(q) < too_wide_buffer) {
+          too_wide = q;
+          too_wide_buffer = largest_operand(q);
+        }
+        break;
+      }
       if (!out.p || bytes < best_bytes) {
         out.p = q;
         best_bytes = bytes;
@@ -142,6 +162,15 @@ inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles) {
       }
       break;
     }
+  }
+  if (!out.p && too_wide) {
+    char buf[300];
+    std::snprintf(buf, sizeof buf,
+                  "skipped: %s needs a buffer of %.1f MiB for more than 65535 workgroups; the device's "
+                  "maxStorageBufferRange is %.1f MiB",
+                  describe(*too_wide).c_str(), too_wide_buffer / 1048576.0, static_cast<double>(max_buffer_bytes) / 1048576.0);
+    out.reason = buf;
+    return out;
   }
   if (!out.p) {
     out.reason = "skipped: no single axis of " + describe(base) + " reaches 65536 workgroups";
@@ -270,7 +299,7 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   const launch_tiles tiles{refl.local_size, refl.tile_m, refl.tile_n, refl.tile};
   const std::vector<problem> held = held_out_problems(main, opt.seed, tiles);
   for (const auto& h : held) plan.push_back({h, "held_out", all});
-  grid_shape grid = grid_problem(held.front(), tiles);
+  grid_shape grid = grid_problem(held.front(), tiles, ctx.info().max_storage_buffer_range);
   if (grid.p && ctx.info().type == "cpu" && races.barriers > 0) {
     // Measured on lavapipe (2-core EPYC): 65536 workgroups of kforge's
     // attention (256 invocations, two workgroup reductions per key block)
