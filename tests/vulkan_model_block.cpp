@@ -86,8 +86,16 @@ TEST_CASE("vulkan model: one submission per step, a GPU time for every op, the h
   const std::vector<index_t> two{1, 2};
   CHECK_THROWS_AS(s.step(two, lv.view()), model::config_error);  // prefill after decode
   CHECK_THROWS_AS(s.step(std::vector<index_t>{c.vocab}, lv.view()), model::config_error);  // checked before the stream
-  s.reset();
+  s.reset();  // the cache zeroed on the device (vkCmdFillBuffer)
+  h.reset();
   s.step(two, lv.view());
+  h.step(two, lh.view());
   CHECK(s.position() == 2);
+  double err = 0, mag = 0;
+  for (index_t v = 0; v < c.vocab; ++v) {
+    err = std::max(err, std::fabs(double(lv.data[v]) - lh.data[v]));
+    mag = std::max(mag, std::fabs(double(lh.data[v])));
+  }
+  CHECK(err <= 1e-4 * mag);
   KFT_NO_VALIDATION_MESSAGES();
 }

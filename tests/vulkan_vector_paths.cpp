@@ -96,6 +96,30 @@ TEST_CASE_TEMPLATE("vulkan register-resident row kernels match eigen", T, float,
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("vulkan stream fill: words written on the device, neighbours untouched, sizes not a multiple of 4 refused") {
+  KFT_NEED_DEVICE();
+  const index_t n = 1000;
+  const auto h = random_floats(static_cast<std::size_t>(n), 7u);
+  vulkan::device_tensor<float> a(*ctx, {n}), b(*ctx, {n});
+  a.upload(make_view(h, {n}));
+  b.upload(make_view(h, {n}));
+  vulkan::stream s(*ctx);
+  vulkan::buffer_ref mid = a.ref();
+  mid.offset += 40;  // elements 10 .. 509
+  s.fill(mid, 500 * sizeof(float));
+  s.fill(b.ref(), b.bytes(), 0x3f800000u);  // 1.0f
+  s.run();
+  const auto out = a.to_vector(), ones = b.to_vector();
+  for (index_t i = 0; i < n; ++i) {
+    const bool zeroed = i >= 10 && i < 510;
+    CHECK(out[i] == (zeroed ? 0.0f : h[i]));
+    CHECK(ones[i] == 1.0f);
+  }
+  vulkan::stream bad(*ctx);
+  CHECK_THROWS_AS(bad.fill(a.ref(), 6), argument_error);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 TEST_CASE("vulkan record_copy: compute-shader copy and vkCmdCopyBuffer fallback") {
   KFT_NEED_DEVICE();
   for (index_t n : {index_t{4}, index_t{1000}, index_t{70001}, index_t{3}}) {  // 16-byte multiples, then not

@@ -147,6 +147,26 @@ class stream {
     ++copies_;
   }
 
+  /// Records a fill of `bytes` bytes at dst with the 32-bit `word`
+  /// (vkCmdFillBuffer): zeroing a buffer without a staging upload. dst's
+  /// offset and `bytes` must be multiples of 4 (argument_error otherwise).
+  void fill(buffer_ref dst, VkDeviceSize bytes, std::uint32_t word = 0) {
+    if (!bytes) return;
+    if (dst.offset % 4 || bytes % 4)
+      throw argument_error("kforge::vulkan::stream: fill() needs an offset and a size that are multiples of 4, got " +
+                           std::to_string(dst.offset) + " and " + std::to_string(bytes));
+    begin();
+    hazard({}, {buffer_ref{dst.buffer, dst.offset, bytes}});
+    const bool timed = time_ && queries_ && timed_count_ < max_timed;
+    const auto q = static_cast<std::uint32_t>(2 * timed_count_);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
+    vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, bytes, word);
+    if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
+    timed_count_ += timed;
+    labels_.push_back({"fill " + std::to_string(bytes) + " B", timed, true});
+    ++copies_;
+  }
+
   /// Adds a check that runs after every completed submission of this
   /// recording (in wait(), in the order added) and may throw: how an op
   /// reports what only the device could see, such as embedding's ids out of
