@@ -64,17 +64,13 @@ if v:
     print(f"verification ({ver.get('prefill')} + {ver.get('decode')} decode steps vs eigen): "
           f"{'PASSED' if ver.get('passed') else 'FAILED: ' + ver.get('first_failure', '')}")
 print(f"{'case':28s} {'kforge ms':>10s} {'kforge GPU ms':>14s} {'torch ms':>9s} {'ratio':>6s} target")
-if p:
-    ms = p["totals"]["prefill_s"] * 1e3
-    gpu = sum(s["time_s"] for s in p["stages"] if s["step"] == "prefill" and s["time_s"] >= 0) * 1e3
+for rep, suffix in ((p, ""), (pd, " (+8 decode)")):
+    if not rep:
+        continue
+    ms = rep["totals"]["prefill_s"] * 1e3
+    gpu = sum(s["time_s"] for s in rep["stages"] if s["step"] == "prefill" and s["time_s"] >= 0) * 1e3
     t = torch.get("prefill")
-    print(f"{'prefill ' + str(p['prefill']):28s} {ms:10.3f} {gpu:14.3f} {t if t else float('nan'):9.3f} "
-          f"{(t / ms) if t else float('nan'):6.2f} >= 0.5")
-if pd:
-    ms = pd["totals"]["prefill_s"] * 1e3
-    gpu = sum(s["time_s"] for s in pd["stages"] if s["step"] == "prefill" and s["time_s"] >= 0) * 1e3
-    t = torch.get("prefill")
-    print(f"{'prefill ' + str(pd['prefill']) + ' (+8 decode)':28s} {ms:10.3f} {gpu:14.3f} {t if t else float('nan'):9.3f} "
+    print(f"{'prefill ' + str(rep['prefill']) + suffix:28s} {ms:10.3f} {gpu:14.3f} {t if t else float('nan'):9.3f} "
           f"{(t / ms) if t else float('nan'):6.2f} >= 0.5")
 if d:
     ms = d["totals"]["decode_ms_per_token"]
