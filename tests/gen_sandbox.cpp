@@ -9,6 +9,7 @@
 #include <chrono>
 
 using namespace kforge;
+using kgt::relu_kernel;
 
 namespace {
 
@@ -19,19 +20,6 @@ problem relu_problem() {
   return p;
 }
 
-/// A relu kernel following the contract, with `body` as main()'s body
-/// (i: the flat invocation index, n: pc.n).
-std::string relu_kernel(const std::string& body) {
-  return R"(#version 450
-layout(local_size_x_id = 0) in;
-layout(local_size_x = 64) in;
-layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_[]; };
-layout(std430, set = 0, binding = 1) buffer BufY { float y_[]; };
-layout(push_constant) uniform Push { uint n; float slope; } pc;
-void main() {
-  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-)" + body + "\n}\n";
-}
 
 gen::sandbox_result sandboxed(const std::string& glsl, int dispatch_timeout_ms = 1500) {
   const problem p = relu_problem();
@@ -199,19 +187,16 @@ TEST_CASE("policy::generated runs the accepted kernel; export writes GLSL, SPIR-
   problem p;
   p.op = "softmax";
   set_shape(p, "5x37");
-  gen::template_provider prov;
-  gen::generate_options o;
-  o.samples = 1;
-  o.sandbox.bench_reps = 2;
-  const auto res = gen::generate(p, prov, o);  // into KFORGE_CACHE_DIR, where the policy looks
+  const auto res = kgt::generate_offline(p);
   REQUIRE(res.best_record() != nullptr);
   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x = Eigen::MatrixXf::Random(5, 37);
   Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> y(5, 37), ref(5, 37);
   run<policy::generated>(op::softmax<float>{}, x, y);
   run<policy::eigen>(op::softmax<float>{}, x, ref);
   CHECK((y - ref).cwiseAbs().maxCoeff() < 1e-5f);
-  // No accepted kernel for another shape: a clear refusal, not a silent fallback.
-  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x2 = Eigen::MatrixXf::Random(6, 37), y2(6, 37);
+  // No accepted kernel for a shape of another bucket (16x64): a clear
+  // refusal, not a silent fallback (tests/gen_bucket.cpp: shapes of its own bucket).
+  Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor> x2 = Eigen::MatrixXf::Random(9, 37), y2(9, 37);
   CHECK_THROWS_AS(run<policy::generated>(op::softmax<float>{}, x2, y2), unsupported_error);
 
   // A kernel without subgroup operations translates to every target.

@@ -8,18 +8,7 @@
 file(REMOVE_RECURSE "${DIR}")
 set(ENV{KFORGE_CACHE_DIR} "${DIR}")
 
-function(run_tool out_var expected)
-  execute_process(COMMAND ${TOOL} ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 600)
-  if(NOT rc STREQUAL "${expected}")
-    message(FATAL_ERROR "kforge ${ARGN}: exit ${rc}, expected ${expected}\n${out}\n${err}")
-  endif()
-  set(${out_var} "${out}" PARENT_SCOPE)
-endfunction()
-function(expect text regex what)
-  if(NOT text MATCHES "${regex}")
-    message(FATAL_ERROR "${what}: no match for ${regex} in\n${text}")
-  endif()
-endfunction()
+include(${CMAKE_CURRENT_LIST_DIR}/tool_script.cmake)
 
 # --- gemm: the Vulkan gemm space plus the generated kernels ------------------
 run_tool(out 0 gen --op gemm --shape 64x48x40 --samples 1)

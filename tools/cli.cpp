@@ -21,7 +21,7 @@ const std::vector<std::string> value_options = {
     "vs", "strategy", "budget", "trials", "device", "roofline", "preset", "layers", "prefill", "decode", "verify-decode",
     "baseline", "compare", "max-slowdown", "time-floor-us", "warmup"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated",
-                                               "no-verify"};
+                                               "no-verify", "no-bucket"};
 
 /// Every op family's option of this name (a name may serve several families, e.g. --slope).
 std::vector<const cli_option*> family_options(std::string_view name) {
@@ -182,15 +182,29 @@ const std::vector<policy_entry>& policies() {
 std::string known_policies() {
   std::string known;
   for (const auto& p : policies()) known += (known.empty() ? "" : ", ") + p.name;
+#if defined(KFORGE_TOOL_HAS_GEN)
+  known += ", generated";
+#endif
 #if defined(KFORGE_TOOL_HAS_TUNE)
   known += ", autotune";
 #endif
   return known;
 }
 
+#if defined(KFORGE_TOOL_HAS_GEN)
+// cmd_gen.cpp: policy::generated (accepted kernels of the problem or proven for its bucket),
+// and the kernel it would run for p (throws unsupported_error: exit 3, when there is none).
+const policy_entry& generated_policy();
+void require_generated(const problem& p);
+#endif
+
 const policy_entry& find_policy(const std::string& name) {
   for (const auto& p : policies())
     if (p.name == name) return p;
+#if defined(KFORGE_TOOL_HAS_GEN)
+  // Named only: `demo` and default lists leave it out (most problems have no accepted kernel).
+  if (name == "generated") return generated_policy();
+#endif
   if (name == "vulkan") throw environment_error(vulkan_problem());
   throw usage_error("unknown policy '" + name + "' (available: " + known_policies() + ")");
 }
@@ -202,6 +216,9 @@ chosen_policy choose_policy(const std::string& name, const problem& p) {
   if (name == "autotune" || name == "auto") return resolve_autotune(p);
   const policy_entry& e = find_policy(name);
   require_available(e);
+#if defined(KFORGE_TOOL_HAS_GEN)
+  if (name == "generated") require_generated(p);  // before any case runs: none is exit 3, not ten failures
+#endif
   return {e, std::nullopt};
 }
 

@@ -98,6 +98,7 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
     prov->max_tokens = static_cast<int>(number_option(values, "max-tokens", {1, 1000000, false, true}, prov->max_tokens));
     o.samples = static_cast<int>(number_option(values, "samples", {1, 10000, false, true}, o.samples));
     o.force = has_flag(flags, "force");
+    o.prove_bucket = !has_flag(flags, "no-bucket");
   } catch (const std::exception& e) {
     std::cerr << one_line(e.what());
     return 2;
@@ -139,7 +140,12 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
           .field("candidate_ms", a.candidate_ms).field("builtin_ms", a.builtin_ms).field("speedup_vs_builtin", a.speedup)
           .field("total_tokens", a.usage.total).end_object();
     w.end_array();
-    if (best) w.field("best", best->path);
+    if (best) {
+      w.field("best", best->path).key("bucket").begin_object().field("key", best->bucket).field("proven", best->bucket_proven);
+      w.field("reason", best->bucket_reason).key("shapes").begin_array();
+      for (const auto& b : best->bucket_shapes) w.value(b);
+      w.end_array().end_object();
+    }
     w.key("exported").begin_array();
     for (const auto& f : exported) w.value(f);
     w.end_array().end_object();
@@ -163,6 +169,12 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
       else
         std::snprintf(buf, sizeof buf, "best: not timed");
       std::cout << buf << "\n  " << best->path << "\n";
+      if (!best->bucket.empty()) {
+        std::cout << "bucket " << best->bucket << ": " << best->bucket_reason.substr(0, 300);
+        std::string shapes;
+        for (const auto& b : best->bucket_shapes) shapes += (shapes.empty() ? "" : ", ") + b;
+        std::cout << (shapes.empty() ? "" : " (" + shapes + ")") << "\n";
+      }
       for (const auto& f : exported) std::cout << "  exported " << f << "\n";
     } else {
       std::cout << "no kernel was accepted\n";
@@ -170,6 +182,24 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
   }
   return best ? 0 : 1;
 }
+
+/// --policy generated: the accepted kernel of exactly the problem, or one
+/// proven for its bucket once the sandbox has passed it on the exact shape
+/// (gen/bucket.hpp; the verdict is cached). No such kernel: exit 3 with what
+/// was looked for.
+const policy_entry& generated_policy() {
+  static const policy_entry e = [] {
+    policy_entry g;
+    g.name = "generated";
+    g.detail = "kforge gen's accepted kernels (" + gen::records_dir().string() + ")";
+    g.execute = [](const problem& p, std::vector<host_tensor>& ts) { gen::execute_generated(p, ts); };
+    g.unavailable = [] { return vulkan_problem(); };
+    return g;
+  }();
+  return e;
+}
+
+void require_generated(const problem& p) { (void)gen::resolve_generated(p, vulkan::default_context()); }
 
 /// `kforge cache list --status c|r`: the generation records (the tuning
 /// cache's own listing lives in cmd_cache.cpp).

@@ -72,12 +72,21 @@ const std::string autotune_help =
     "device, bucket, from the cache or not) is printed first (--json: \"autotune\"). A tuning cache\n"
     "that does not parse is an error (exit 3) and is left as it is.\n";
 
+#if defined(KFORGE_TOOL_HAS_GEN)
+const std::string generated_help =
+    "--policy generated: the kernel kforge gen accepted for exactly this problem, or one proven for its\n"
+    "tuning bucket after the sandbox has passed it on this shape (the verdict is cached); exit 3 when\n"
+    "there is none, saying what was looked for.\n";
+#else
+const std::string generated_help;
+#endif
+
 const std::map<std::string, std::string>& command_help() {
   static const std::map<std::string, std::string> help = {
     {"gen", std::string("usage: kforge gen --op OP --shape SHAPE [--dtype T] [--provider template|replay|openai]\n"
                         "                  [--model M] [--base-url URL] [--replay FILE.jsonl] [--samples N] [--force]\n"
                         "                  [--temperature T] [--max-tokens N] [--timeout-ms MS] [--total-timeout-ms MS]\n"
-                        "                  [--export DIR] [--json]\n\n"
+                        "                  [--export DIR] [--no-bucket] [--json]\n\n"
                         "Asks the provider for N kernels (default 4), feeding each rejection back into the next\n"
                         "prompt; compiles each with glslang, checks it against docs/KERNEL_CONTRACT.md, validates it in\n"
                         "a sandboxed child process (10 cases with a secret seed, on SHAPE and a held-out shape,\n"
@@ -89,19 +98,23 @@ const std::map<std::string, std::string>& command_help() {
                         "--model, key from KFORGE_LLM_API_KEY or OPENAI_API_KEY): 429, 5xx and timeouts are retried with\n"
                         "backoff until --total-timeout-ms (default 300000); a refused connection, an unknown host,\n"
                         "TLS failure, 401/403 or 404 stop the run at once (exit 1). --export DIR writes the best\n"
-                        "kernel as GLSL, SPIR-V, HLSL and MSL. Exit 0 if a kernel was accepted, 1 if none.\n"
+                        "kernel as GLSL, SPIR-V, HLSL and MSL. The best accepted kernel is then validated on three\n"
+                        "shapes spread over its tuning bucket (each extent in the same power-of-two octave; both\n"
+                        "corners and a random one): proven, `--policy generated` (and policy::generated) serves any\n"
+                        "shape of the bucket with it after one sandboxed check of that exact shape, cached per\n"
+                        "device (--no-bucket skips the proof). Exit 0 if a kernel was accepted, 1 if none.\n"
                         "`kforge cache list --status c|r` lists the accepted (c) or rejected (r) records.\n") + op_help()},
     {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
     {"devices", "usage: kforge devices [--json]\n\nLists the CPU (features, compiled micro-kernel, threads) and every Vulkan device\nwith the features kforge uses.\n"},
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
                         "Runs the op on the policy (default: threaded if present, else eigen), prints the median\n"
                         "time of N runs (default 5), throughput, and the max error against the Eigen reference.\n"
-                        "Exit 1 if the result is outside the op's tolerance.\n") + autotune_help + op_help()},
+                        "Exit 1 if the result is outside the op's tolerance.\n") + autotune_help + generated_help + op_help()},
     {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--kernel FILE.comp] [--json]\n\n"
                              "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
                              "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n"
                              "With --kernel FILE.comp the kernel (following docs/KERNEL_CONTRACT.md) goes through the\n"
-                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + autotune_help + op_help()},
+                             "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + autotune_help + generated_help + op_help()},
     {"bench", std::string("usage: kforge bench --op OP --shape SHAPE [--policy P[,P...]] [--vs eigen] [--reps N] [--roofline FILE.svg] [--json]\n\n"
                           "Times each policy (median of N runs, default 10, after a warm-up) and prints GFLOP/s or\n"
                           "GB/s and the ratio to the peer given by --vs (default eigen). Results are validated once.\n"
@@ -117,7 +130,7 @@ const std::map<std::string, std::string>& command_help() {
                           "each device's roof and its points; --remeasure-roofline probes again (do it on an idle\n"
                           "machine: the probes use every core, or the whole GPU).\n"
                           "--json: Google Benchmark's format (context, benchmarks[] with name, run_name, real_time,\n"
-                          "cpu_time, time_unit, iterations, GFLOPS / bytes_per_second), kforge's fields prefixed kforge_.\n") + autotune_help + op_help()},
+                          "cpu_time, time_unit, iterations, GFLOPS / bytes_per_second), kforge's fields prefixed kforge_.\n") + autotune_help + generated_help + op_help()},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
                          "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
                          "Validates every candidate of the family's search space with the 10-case suite, times the\n"

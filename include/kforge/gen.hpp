@@ -33,6 +33,7 @@
 #include "kforge/gen/prompt.hpp"
 #include "kforge/gen/provider.hpp"
 #include "kforge/gen/record.hpp"
+#include "kforge/gen/bucket.hpp"
 #include "kforge/gen/generate.hpp"
 #include "kforge/gen/generated.hpp"
 #if defined(__GNUC__)

@@ -32,6 +32,30 @@ inline std::filesystem::path test_cache() {
   return dir;
 }
 
+/// A relu kernel following the contract, with `body` as main()'s body
+/// (i: the flat invocation index, n: pc.n).
+inline std::string relu_kernel(const std::string& body) {
+  return R"(#version 450
+layout(local_size_x_id = 0) in;
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_[]; };
+layout(std430, set = 0, binding = 1) buffer BufY { float y_[]; };
+layout(push_constant) uniform Push { uint n; float slope; } pc;
+void main() {
+  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+)" + body + "\n}\n";
+}
+
+/// One sample from the offline template provider into KFORGE_CACHE_DIR
+/// (where policy::generated looks), timed with 2 repetitions.
+inline gen::generate_result generate_offline(const problem& p) {
+  gen::template_provider prov;
+  gen::generate_options o;
+  o.samples = 1;
+  o.sandbox.bench_reps = 2;
+  return gen::generate(p, prov, o);
+}
+
 /// Why Vulkan cannot run kernels here ("" when it can).
 inline std::string no_vulkan_reason() {
   static const std::string why = [] {

@@ -194,6 +194,10 @@ struct gate_options {
   bool benchmark = true;
   int bench_reps = 5;
   bool revalidate = true;
+  /// Draw the held-out shapes and the 2-D-grid shape. Off only where the
+  /// kernel has passed the whole gate already and is checked on shapes of its
+  /// bucket (gen/bucket.hpp).
+  bool held_out = true;
   /// A context without robust buffer access for the stages after the suite
   /// (see the header comment); called at most once. Empty: everything runs
   /// on the context given to run_gate.
@@ -297,9 +301,11 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   for (std::size_t i = 0; i < shapes.size(); ++i) plan.push_back({shapes[i], i == 0 ? "prompt" : "given", all});
   const kernel_reflection& refl = k->reflection();
   const launch_tiles tiles{refl.local_size, refl.tile_m, refl.tile_n, refl.tile};
-  const std::vector<problem> held = held_out_problems(main, opt.seed, tiles);
+  const std::vector<problem> held = opt.held_out ? held_out_problems(main, opt.seed, tiles) : std::vector<problem>{};
   for (const auto& h : held) plan.push_back({h, "held_out", all});
-  grid_shape grid = grid_problem(held.front(), tiles, ctx.info().max_storage_buffer_range);
+  grid_shape grid;
+  if (opt.held_out) grid = grid_problem(held.front(), tiles, ctx.info().max_storage_buffer_range);
+  else grid.reason = "not drawn: the kernel passed the whole gate before; this run checks given shapes only";
   if (grid.p && ctx.info().type == "cpu" && races.barriers > 0) {
     // Measured on lavapipe (2-core EPYC): 65536 workgroups of kforge's
     // attention (256 invocations, two workgroup reductions per key block)

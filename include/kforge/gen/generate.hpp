@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/gen/bucket.hpp"
 #include "kforge/gen/prompt.hpp"
 #include "kforge/gen/provider.hpp"
 #include "kforge/gen/record.hpp"
@@ -33,6 +34,10 @@ struct generate_options {
   sandbox_options sandbox;
   std::filesystem::path dir;  ///< empty: records_dir()
   std::optional<device_facts> device;  ///< empty: the device the worker will use
+  /// Put the best accepted kernel (or a cached one not yet tried) through the
+  /// sandbox on shapes spread over its tuning bucket (gen/bucket.hpp), so that
+  /// policy::generated may serve the bucket with it.
+  bool prove_bucket = true;
   /// Progress lines ("sample 2/4: validating ..."); may be empty.
   std::function<void(const std::string&)> progress;
 };
@@ -96,6 +101,11 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
     if (auto hit = lookup(p, spec, dir)) {
       say("cached accepted kernel: " + hit->path);
       res.from_cache = true;
+      if (o.prove_bucket && hit->bucket.empty()) {
+        say("proving the cached kernel on shapes spread over its bucket " + bucket_key(p));
+        prove_bucket(*hit, o.sandbox);
+        write_atomic(hit->path, redact_env(hit->to_json()));  // where it was found
+      }
       res.attempts.push_back(std::move(*hit));
       res.best = 0;
       res.by_stage["cached"] = 1;
@@ -194,6 +204,12 @@ inline generate_result generate(const problem& p, provider& prov, generate_optio
     }
     const auto& b = res.attempts[static_cast<std::size_t>(res.best)];
     if (a.candidate_ms > 0 && (b.candidate_ms <= 0 || a.candidate_ms < b.candidate_ms)) res.best = static_cast<int>(i);
+  }
+  if (o.prove_bucket && res.best >= 0) {
+    generation_record& b = res.attempts[static_cast<std::size_t>(res.best)];
+    say("proving the accepted kernel on shapes spread over its bucket " + bucket_key(p));
+    prove_bucket(b, o.sandbox);
+    write_record(b, dir);  // the same file: its name does not depend on the bucket
   }
   return res;
 }

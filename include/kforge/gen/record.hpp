@@ -44,6 +44,11 @@ struct generation_record {
   std::string held_out_shape;
   double candidate_ms = -1, builtin_ms = -1, speedup = 0;
   int sample = 0;
+  /// The kernel on shapes spread over its problem's tuning bucket
+  /// (gen/bucket.hpp): bucket is the bucket's key, "" when it was not tried.
+  std::string bucket, bucket_reason;
+  bool bucket_proven = false;
+  std::vector<std::string> bucket_shapes;
   std::string path;                  ///< where it was read from / written to
 
   bool correct() const { return status == "correct"; }
@@ -67,6 +72,14 @@ struct generation_record {
     w.field("spirv_hash", spirv_hash).key("validation").raw(validation.empty() ? "null" : validation);
     w.key("benchmark").begin_object().field("candidate_ms", candidate_ms).field("builtin_ms", builtin_ms);
     w.field("speedup_vs_builtin", speedup).end_object();
+    if (bucket.empty()) {
+      w.key("bucket").raw("null");
+    } else {
+      w.key("bucket").begin_object().field("key", bucket).field("proven", bucket_proven).field("reason", bucket_reason);
+      w.key("shapes").begin_array();
+      for (const auto& b : bucket_shapes) w.value(b);
+      w.end_array().end_object();
+    }
     w.end_object();
     return w.str();
   }
@@ -112,6 +125,17 @@ struct generation_record {
       r.candidate_ms = json::num(x, "candidate_ms", -1);
       r.builtin_ms = json::num(x, "builtin_ms", -1);
       r.speedup = json::num(x, "speedup_vs_builtin");
+    }
+    if (!e["bucket"].get(x) && x.is_object()) {
+      r.bucket = json::str(x, "key");
+      r.bucket_proven = json::boolean(x, "proven", false);
+      r.bucket_reason = json::str(x, "reason");
+      simdjson::dom::array shapes;
+      if (!x["shapes"].get_array().get(shapes))
+        for (auto v : shapes) {
+          std::string_view t;
+          if (!v.get_string().get(t)) r.bucket_shapes.emplace_back(t);
+        }
     }
     return r;
   }

@@ -214,6 +214,24 @@ class kernel_runner {
     return ms;
   }
 
+  /// Records one dispatch of the kernel for p into s on the caller's
+  /// buffers (the operands in call order, dense row-major, each in the
+  /// contract's device type: f16 as f16, f32 and bf16 as f32): no guards and
+  /// no checks, for a kernel the gate admitted, as policy::autotune runs a
+  /// generated gemm on device tensors. s must be on the runner's context.
+  void record(vulkan::stream& s, const problem& p, const std::vector<vulkan::buffer_ref>& refs) const {
+    const auto specs = operands(p);
+    if (refs.size() != specs.size())
+      throw argument_error("kforge::gen: " + p.op + " kernel needs " + std::to_string(specs.size()) + " buffers, got " +
+                           std::to_string(refs.size()));
+    if (&s.ctx() != ctx_) throw argument_error("kforge::gen: a kernel runner records only on its own context's streams");
+    const launch l = make_launch(p, refl_.local_size, refl_.tile_m, refl_.tile_n, refl_.tile);
+    if (l.grid[0] == 0 || l.grid[1] == 0 || l.grid[2] == 0) return;
+    std::vector<vulkan::binding> binds;
+    for (std::size_t i = 0; i < refs.size(); ++i) binds.push_back({refs[i], specs[i].is_output});
+    s.dispatch(*pipe_, binds, l.push.data(), static_cast<std::uint32_t>(l.push.size()), l.grid, name_);
+  }
+
   /// GPU timestamp time in ms of the last run()'s dispatch (transfers and
   /// guard checks not counted), or -1 where the queue has no timestamps.
   double last_device_ms() const { return last_device_ms_; }

@@ -44,6 +44,7 @@ struct sandbox_options {
   bool benchmark = true;
   int bench_reps = 5;
   bool revalidate = true;
+  bool held_out = true;  ///< the worker draws held-out and 2-D-grid shapes (gate_options::held_out)
 };
 
 /// What came back from the sandbox.
@@ -84,7 +85,8 @@ inline std::string worker_request(const std::vector<problem>& shapes, const std:
   w.begin_object().key("shapes").begin_array();
   for (const auto& p : shapes) w.raw(problem_json(p));
   w.end_array().field("glsl", glsl).field("seed", hex(seed)).field("dispatch_timeout_ms", o.dispatch_timeout_ms);
-  w.field("benchmark", o.benchmark).field("bench_reps", o.bench_reps).field("revalidate", o.revalidate).end_object();
+  w.field("benchmark", o.benchmark).field("bench_reps", o.bench_reps).field("revalidate", o.revalidate);
+  w.field("held_out", o.held_out).end_object();
   return w.str();
 }
 
@@ -212,6 +214,7 @@ inline int worker_main(const std::string& request_path, const std::string& respo
     go.benchmark = json::boolean(root, "benchmark", true);
     go.bench_reps = static_cast<int>(json::num(root, "bench_reps", 5));
     go.revalidate = json::boolean(root, "revalidate", true);
+    go.held_out = json::boolean(root, "held_out", true);
     vulkan::context_options co;
     co.timeout = std::chrono::milliseconds(static_cast<long long>(json::num(root, "dispatch_timeout_ms", 5000)));
     // The pipeline cache would persist driver state of untrusted kernels; the

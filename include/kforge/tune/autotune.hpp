@@ -26,6 +26,14 @@
 // bucket twice; dispatch itself takes no lock after the first call.
 // bf16 device tensors (vulkan::device_tensor<bfloat16>) resolve on the GPU like
 // f32 and f16 ones.
+//
+// A cached Vulkan winner that is a generated kernel (kforge tune times the
+// kernels kforge gen accepted) runs where the program includes kforge/gen.hpp
+// (which installs tune/generated_hook.hpp's recorder) and the kernel serves
+// the call's shape: its own problem, or any shape of the bucket it was
+// proven for once the sandbox has passed it on that shape
+// (gen::record_generated, gen/bucket.hpp). Otherwise, and for bf16, the
+// best of kforge's own configs stored with it as its fallback runs.
 #pragma once
 
 #include <cstdlib>
@@ -38,6 +46,7 @@
 #include "kforge/core/input.hpp"
 #include "kforge/tune/record.hpp"
 #if defined(KFORGE_HAS_VULKAN)
+#include "kforge/tune/generated_hook.hpp"
 #include "kforge/tune/vulkan_space.hpp"
 #endif
 
@@ -87,12 +96,21 @@ struct memo_key {
 };
 template <class Choice>
 using memo_map = std::map<memo_key, std::pair<Choice, std::shared_ptr<const resolution>>>;
+#if defined(KFORGE_HAS_VULKAN)
+/// What runs a gemm on a Vulkan device: a config (nullopt: the default,
+/// chosen per shape), and the record file of a cached generated winner that
+/// runs instead where it serves the call's shape ("" for none).
+struct vk_choice {
+  std::optional<vulkan::gemm_config> cfg;
+  std::string generated;
+};
+#endif
 
 struct autotune_state {
   std::mutex m;
   memo_map<int> cpu;  // index into cpu_gemm_space
 #if defined(KFORGE_HAS_VULKAN)
-  memo_map<std::optional<vulkan::gemm_config>> vk;  // nullopt: the default, chosen per shape
+  memo_map<vk_choice> vk;
 #endif
 };
 inline autotune_state& state() {
@@ -100,10 +118,12 @@ inline autotune_state& state() {
   return s;
 }
 // The last resolution on this thread, shared with the memo (a hit copies no
-// string); where a Vulkan default ran, the config, named by last_resolution().
+// string); where a Vulkan default or a generated winner's fallback ran, the
+// config, named by last_resolution().
 inline thread_local std::shared_ptr<const resolution> last;
 #if defined(KFORGE_HAS_VULKAN)
 inline thread_local std::optional<vulkan::gemm_config> last_vk_default;
+inline thread_local std::string last_vk_generated;  // the record a generated winner ran from, "" when it did not run
 #endif
 
 template <class List>
@@ -171,8 +191,10 @@ Choice resolve(memo_map<Choice>& memo, std::uint64_t device, std::uint64_t drive
       if (auto c = choose(*e)) {
         chosen = *c;
         r.candidate = name(chosen);
-        r.source = is_generated(e->cfg) ? "cache: generated winner " + e->candidate + " is not run by autotune; " +
-                                              "the best of kforge's own kernels in that tuning runs"
+        r.source = is_generated(e->cfg) ? "cache: generated winner " + e->candidate +
+                                              ", run where it serves the call's shape (its problem, or its proven bucket "
+                                              "after a sandboxed check of the shape); else the best of kforge's own "
+                                              "kernels in that tuning run"
                                         : "cache";
       } else {
         r.source = "default: cached candidate '" + e->candidate + "' is not in this build's space or this device refuses it";
@@ -212,6 +234,7 @@ inline resolution last_resolution() {
   resolution r = detail::last ? *detail::last : resolution{};
 #if defined(KFORGE_HAS_VULKAN)
   if (detail::last_vk_default) r.candidate = vulkan_config_name(*detail::last_vk_default);
+  if (!detail::last_vk_generated.empty()) r.candidate = "generated:" + detail::last_vk_generated;
 #endif
   return r;
 }
@@ -244,35 +267,50 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
 }
 
 #if defined(KFORGE_HAS_VULKAN)
-/// The gemm config that runs gemm (storage dtype t: f32, f16 or bf16, M×N×K)
-/// on ctx's device: the cached Vulkan winner for this device, driver and bucket if the
-/// device accepts it, else (or after tuning on a miss) what policy::vulkan<>
-/// runs untuned, vulkan::gemm_default_config.
-inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
-  using choice = std::optional<vulkan::gemm_config>;  // nullopt: the default, chosen per shape below
+/// What runs gemm (storage dtype t: f32, f16 or bf16, M×N×K) on ctx's
+/// device: the cached Vulkan winner for this device, driver and bucket if
+/// the device accepts it, else (or after tuning on a miss) what
+/// policy::vulkan<> runs untuned, vulkan::gemm_default_config. A generated
+/// winner's choice names its record beside its fallback config.
+inline detail::vk_choice resolve_vulkan_gemm_choice(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
+  using choice = detail::vk_choice;
   const auto& d = ctx.info();
-  const choice c = detail::resolve(
+  choice c = detail::resolve(
       detail::state().vk, (std::uint64_t{d.vendor_id} << 32) | d.device_id,
       ((std::hash<std::string>{}(d.driver_name) * 31 + std::hash<std::string>{}(d.driver_info)) << 32) ^ d.driver_version,
       t, m, n, k,
       [&] { return vulkan_identity(ctx); }, choice{},
       [&](const cache_entry& e) -> std::optional<choice> {
-        // A generated winner (kforge tune times accepted generated kernels)
-        // carries the best of kforge's own configs as its fallback: that runs.
-        std::optional<vulkan::gemm_config> g;
-        if (!is_generated(e.cfg)) g = vulkan_config_of(e.cfg);
-        else if (const auto fb = generated_fallback(e.cfg)) g = vulkan_config_of(*fb);
-        if (!g || !vulkan::gemm_config_check(ctx.info(), t, *g).empty()) return std::nullopt;
-        return choice(*g);
+        // A generated winner carries the best of kforge's own configs as
+        // its fallback: that runs where the generated kernel does not.
+        choice out;
+        if (!is_generated(e.cfg)) {
+          out.cfg = vulkan_config_of(e.cfg);
+          if (!out.cfg) return std::nullopt;
+        } else {
+          out.generated = generated_record(e.cfg);
+          if (const auto fb = generated_fallback(e.cfg)) out.cfg = vulkan_config_of(*fb);
+          if (!out.cfg && out.generated.empty()) return std::nullopt;
+        }
+        if (out.cfg && !vulkan::gemm_config_check(ctx.info(), t, *out.cfg).empty()) return std::nullopt;
+        return out;
       },
       [&](const problem& p) { return vulkan_gemm_candidates(ctx, p); },
-      [](const choice& g) { return g ? vulkan_config_name(*g) : std::string("policy::vulkan<> default"); });
+      [](const choice& g) {
+        const std::string own = g.cfg ? vulkan_config_name(*g.cfg) : std::string("policy::vulkan<> default");
+        return g.generated.empty() ? own : "generated:" + g.generated + " (fallback " + own + ")";
+      });
   detail::last_vk_default.reset();
-  if (c) return *c;
-  // The default depends on M, N and K, not only on the bucket the memo is keyed by.
-  detail::last_vk_default = vulkan::gemm_default_config(d, t, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n),
-                                                        static_cast<std::uint64_t>(k));
-  return *detail::last_vk_default;
+  detail::last_vk_generated.clear();
+  if (!c.cfg)  // The default depends on M, N and K, not only on the bucket the memo is keyed by.
+    detail::last_vk_default = c.cfg = vulkan::gemm_default_config(d, t, static_cast<std::uint64_t>(m),
+                                                                  static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k));
+  return c;
+}
+
+/// The gemm config of resolve_vulkan_gemm_choice (a generated winner's fallback).
+inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
+  return *resolve_vulkan_gemm_choice(ctx, t, m, n, k).cfg;
 }
 #endif
 
@@ -306,11 +344,25 @@ struct impl<policy::autotune, op::gemm<T, E, A>>
     if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
       if (!g.m || !g.n) return;
       vulkan::stream& s = *dc->s;
-      vulkan::gemm_config cfg;
+      tune::detail::vk_choice c;
       {
         vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
-        cfg = tune::resolve_vulkan_gemm(s.ctx(), dtype_of<T>(), g.m, g.n, g.k);
+        c = tune::resolve_vulkan_gemm_choice(s.ctx(), dtype_of<T>(), g.m, g.n, g.k);
+        if (const auto rec = tune::generated_gemm_recorder().load(); rec && !c.generated.empty()) {
+          // Dense row-major operands (device tensors are) in call order: A, B, [bias,] C.
+          problem p = tune::detail::gemm_problem(dtype_of<T>(), g.m, g.n, g.k);
+          p.epilogue = epilogue::epilogue_name<E>();
+          p.alpha = op.alpha, p.beta = op.beta, p.slope = op.epilogue.slope;
+          const std::vector<vulkan::buffer_ref> refs(dc->refs.begin(), dc->refs.begin() + dc->n);
+          if (rec(s, c.generated, p, refs)) {
+            tune::detail::last_vk_default.reset();
+            tune::detail::last_vk_generated = c.generated;
+            return;
+          }
+        }
       }
+      const vulkan::gemm_config cfg = *c.cfg;
+      if (!c.generated.empty()) tune::detail::last_vk_default = cfg;  // last_resolution() names the fallback that ran
       const vulkan::buffer_ref bias = E::has_bias ? dc->refs[2] : vulkan::buffer_ref{};
       vulkan::record_gemm(s, dtype_of<T>(), cfg, g.m, g.n, g.k, op.alpha, op.beta, E::activation,
                           op.epilogue.slope, dc->refs[0], dc->refs[1], E::has_bias ? &bias : nullptr,
