@@ -14,6 +14,12 @@
 #   gap-nospin.txt  the same for threaded and OpenBLAS with the pool's spin
 #                   off (KFORGE_POOL_SPIN_US=0): every call wakes a sleeping
 #                   worker, which is what the 2 ms spin saves
+#   noaff-N.txt     the user program (threaded, OpenBLAS; n = 128…1024) with
+#                   KFORGE_POOL_AFFINITY=0: the workers where the scheduler
+#                   puts them, often on the caller's core (RUNS processes)
+#   idle.txt        30 calls per shape, 5 ms of sleep before each (the
+#                   workers are asleep): threaded with its default
+#                   thresholds beside blocked, n = 96…384
 #   threshold-*.txt policy::threaded with the caller-alone threshold off
 #                   (KFORGE_GEMM_PARALLEL_MIN_FLOPS=0) beside policy::blocked
 #                   (one thread), n = 32…384, back to back (3 processes) and
@@ -56,6 +62,14 @@ step "1 ms gaps"
 bench --scenario gap --gap-us 1000 --sizes 64,128,256,512,1024 --skinny 1,8 >"$out/gap.txt"
 KFORGE_POOL_SPIN_US=0 bench --scenario gap --gap-us 1000 --sizes 64,128,256,512 --skinny 1,8 \
   --peers threaded,openblas >"$out/gap-nospin.txt"
+step "the workers left where the scheduler puts them (KFORGE_POOL_AFFINITY=0), $runs fresh processes"
+for i in $(seq 1 "$runs"); do
+  KFORGE_POOL_AFFINITY=0 bench --scenario first --sizes 128,256,512,1024 --skinny none --peers threaded,openblas \
+    >"$out/noaff-$i.txt"
+done
+step "calls after 5 ms of idle (the workers asleep): the wake threshold"
+bench --scenario gap --gap-us 5000 --calls 30 --sizes 96,128,160,192,256,384 --skinny none \
+  --peers threaded,blocked >"$out/idle.txt"
 step "caller-alone threshold"
 for i in 1 2 3; do
   KFORGE_GEMM_PARALLEL_MIN_FLOPS=0 bench --scenario first --sizes 32,48,64,96,128,160,192,256,384 --skinny none \

@@ -6,7 +6,9 @@ bench/cpu_calls.sh's files, each with the target it is checked against:
   (ratio of median call times) in every process and the worst of them,
   kforge's median GFLOP/s and its slowest decile (p90) over its median,
   beside OpenBLAS, blocked and Eigen;
-- the pool's spin (gap vs gap-nospin) and the caller-alone threshold
+- the user program with the workers' placement off (noaff-N);
+- the pool's spin (gap vs gap-nospin), calls after 5 ms of idle (idle) and
+  the caller-alone threshold
   (threshold-*: threaded with the threshold off vs blocked);
 - gemm.json: fused bias+gelu vs gemm then a separate pass; decode rows vs copy;
 - ops.json: softmax / layer_norm / rms_norm vs copy.
@@ -101,6 +103,22 @@ def spin_table(out):
             ob = rb[s].get("openblas", {}).get("median", float("nan"))
             print(f"| {s} | {x['median']:.1f} | {x['p90']:.1f} | {y['median']:.1f} | {y['p90']:.1f} | "
                   f"{y['median'] - x['median']:+.1f} | {fmt(ob)} |")
+
+
+def idle_table(out):
+    path = os.path.join(out, "idle.txt")
+    if not os.path.exists(path):
+        return
+    head, rows = parse(path)
+    print("\n#### Calls after 5 ms of idle (the workers asleep): threaded with its default thresholds vs blocked\n")
+    print(f"Load average at start: {loads([(head, rows)])}. Ratio = blocked median time / threaded median time. Below "
+          "the wake threshold (2·192³ flops) the caller runs alone and wakes nobody, so the ratio is about 1 there.\n")
+    print("| shape | threaded median µs | p90 | blocked median µs | blocked / threaded |")
+    print("|---|---|---|---|---|")
+    for s, r in rows.items():
+        if "threaded" in r and "blocked" in r:
+            t, b = r["threaded"], r["blocked"]
+            print(f"| {s} | {t['median']:.1f} | {t['p90']:.1f} | {b['median']:.1f} | {b['median'] / t['median']:.2f} |")
 
 
 def threshold_table(out):
@@ -232,7 +250,12 @@ def main():
     if busy:
         calls_table(busy, "A second process spinning on one core: one warm-up + 15 calls per shape and peer",
                     "≥ 0.9")
+    noaff = sorted(glob.glob(os.path.join(out, "noaff-*.txt")))
+    if noaff:
+        calls_table(noaff, "The user program with KFORGE_POOL_AFFINITY=0 (the workers where the scheduler puts them)",
+                    "none: the same processes as the first table but for the workers' placement")
     spin_table(out)
+    idle_table(out)
     threshold_table(out)
     gemm_tables(out)
     ops_table(out)

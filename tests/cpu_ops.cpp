@@ -226,3 +226,28 @@ TEST_CASE_TEMPLATE("cpu softmax special values", P, policy::blocked<>, policy::t
           "softmax special values");
   CHECK(std::isfinite(y.v(2, 1)));
 }
+
+TEST_CASE("vexp_nonpositive (softmax's exp) against std::exp on x <= 0, -inf and the subnormal range") {
+  namespace cd = kforge::cpu::detail;
+  using S = cd::simd_native;
+  constexpr int W = S::width;
+  std::vector<float> xs{-inf_f, -0.0f, 0.0f, -1e-30f, -87.33f, -87.34f, -90.0f, -103.9f, -104.5f, -1e30f};
+  for (float x = -110.0f; x <= 0.0f; x += 0.0137f) xs.push_back(x);
+  while (xs.size() % W != 0) xs.push_back(-1.0f);
+  for (std::size_t i = 0; i < xs.size(); i += W) {
+    alignas(64) float out[W];
+    S::store(out, cd::vexp_nonpositive(S::load(xs.data() + i)));
+    for (int l = 0; l < W; ++l) {
+      const float x = xs[i + static_cast<std::size_t>(l)], want = std::exp(x);
+      for (const float got : {out[l], cd::vexp_nonpositive(x)}) {
+        INFO("x = " << x << ", got " << got << ", std::exp " << want);
+        CHECK(got >= 0.0f);
+        if (x >= -87.33f)
+          CHECK(std::abs(got - want) <= 4e-7f * want);  // a few ulp where exp is a normal float
+        else
+          CHECK(got <= 1.2e-38f);  // about the smallest normal float, a subnormal, or 0
+        if (x < -104.0f) CHECK(got == 0.0f);
+      }
+    }
+  }
+}

@@ -11,8 +11,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <mutex>
 #include <stdexcept>
 #include <thread>
+#include <vector>
+#if defined(__linux__)
+#include <sched.h>
+#endif
 
 namespace {
 
@@ -172,32 +177,92 @@ TEST_CASE("threaded gemm with 1, 2 and 9 threads matches the Eigen reference") {
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(4, 3000, 500, 15);
 }
 
-TEST_CASE("threaded gemm: the caller runs alone below the size threshold, the pool's threads from just above it") {
+TEST_CASE("threaded gemm: the caller runs alone below the size threshold, and below a larger one while the workers sleep") {
   namespace cd = kforge::cpu::detail;
   const double min_flops = cd::gemm_parallel_min_flops();
-  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) CHECK(min_flops == 2.0 * 128 * 128 * 128 + 1);
-  // The decision, on each side of the boundary (any dimension tips it).
-  auto expect = [&](index_t m, index_t n, index_t k, int nt) {
-    return 2.0 * static_cast<double>(m * n * k) < min_flops ? 1 : nt;
+  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) CHECK(min_flops == 2.0 * 96 * 96 * 96 + 1);
+  // The decision, on each side of both boundaries (any dimension tips it).
+  auto expect = [&](index_t m, index_t n, index_t k, int nt, bool asleep) {
+    const double flops = 2.0 * static_cast<double>(m * n * k);
+    if (nt <= 1 || flops < min_flops) return 1;
+    return asleep && flops < cd::gemm_wake_factor * min_flops ? 1 : nt;
   };
-  for (const auto& s : {shape{127, 128, 128}, shape{128, 128, 128}, shape{129, 128, 128}, shape{128, 128, 129},
-                        shape{64, 4096, 4}, shape{64, 4096, 9}, shape{300, 300, 300}})
-    for (int nt : {1, 2, 9}) {
-      INFO(s[0] << "x" << s[1] << "x" << s[2] << ", " << nt << " threads");
-      CHECK(cd::gemm_threads(s[0], s[1], s[2], nt) == expect(s[0], s[1], s[2], nt));
-    }
+  for (const auto& s : {shape{95, 96, 96}, shape{96, 96, 96}, shape{97, 96, 96}, shape{96, 96, 97}, shape{64, 4096, 4},
+                        shape{64, 4096, 2}, shape{192, 192, 192}, shape{193, 192, 192}, shape{300, 300, 300}})
+    for (int nt : {1, 2, 9})
+      for (bool asleep : {false, true}) {
+        INFO(s[0] << "x" << s[1] << "x" << s[2] << ", " << nt << " threads, workers asleep " << asleep);
+        CHECK(cd::gemm_threads(s[0], s[1], s[2], nt, asleep) == expect(s[0], s[1], s[2], nt, asleep));
+      }
+  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) {
+    CHECK(cd::gemm_threads(96, 96, 96, 2, false) == 1);
+    CHECK(cd::gemm_threads(97, 96, 96, 2, false) == 2);
+    CHECK(cd::gemm_threads(192, 192, 192, 2, true) == 1);
+    CHECK(cd::gemm_threads(193, 192, 192, 2, true) == 2);
+  }
 
   using two = policy::threaded<policy::blocked<>, policy::threads<2>>;
-  thread_pool::instance().run_tasks(2, 2, [](std::int64_t) {});  // the worker exists
+  thread_pool& pool = thread_pool::instance();
+  pool.run_tasks(2, 2, [](std::int64_t) {});  // the worker exists
   // Below the threshold no pool job is published: the worker runs no task.
-  if (cd::gemm_threads(128, 128, 128, 2) == 1) {
-    const std::int64_t before = hooks::worker_tasks().load();
-    check_gemm<two>(128, 128, 128, 20);
-    check_gemm<two>(127, 128, 128, 21);
+  // (cpu_thread_pool_nospin sets the threshold to 0: every call below goes
+  // through the pool there, and only the results are checked.)
+  const bool default_threshold = !std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS");
+  const std::int64_t before = hooks::worker_tasks().load();
+  check_gemm<two>(96, 96, 96, 20);
+  check_gemm<two>(95, 96, 96, 21);
+  // While the workers sleep, a gemm under the wake threshold does not wake them.
+  REQUIRE(eventually([&] { return pool.workers() > 0 && pool.sleeping() == pool.workers(); }));
+  const std::int64_t sleeps = hooks::worker_sleeps().load();
+  check_gemm<two>(150, 140, 130, 25);
+  check_gemm<two>(192, 192, 192, 26);
+  if (default_threshold) {
     CHECK(hooks::worker_tasks().load() == before);
+    CHECK(hooks::worker_sleeps().load() == sleeps);  // nobody was woken
   }
-  // Just above it the same call goes through the pool; the results match.
-  check_gemm<two>(129, 128, 128, 22);
-  check_gemm<two>(128, 128, 129, 23);
+  // Just above the thresholds the same calls go through the pool; the results match.
+  check_gemm<two>(97, 96, 96, 22);
+  check_gemm<two>(96, 96, 97, 23);
+  check_gemm<two>(193, 192, 192, 27);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(129, 131, 128, 24);
 }
+
+#if defined(__linux__)
+TEST_CASE("thread pool: the workers are kept off the calling thread's CPU") {
+  thread_pool& pool = thread_pool::instance();
+  cpu_set_t caller;
+  CPU_ZERO(&caller);
+  REQUIRE(sched_getaffinity(0, sizeof(caller), &caller) == 0);
+  // Three workers (one created by this call if fewer exist), each reporting its own mask.
+  std::mutex m;
+  std::vector<cpu_set_t> masks;
+  const auto me = std::this_thread::get_id();
+  std::atomic<int> seen{0};
+  pool.run_tasks(4, 4, [&](std::int64_t) {
+    if (std::this_thread::get_id() == me) {
+      eventually([&] { return seen.load() >= 1; });  // leave tasks for the workers
+      return;
+    }
+    cpu_set_t w;
+    CPU_ZERO(&w);
+    if (sched_getaffinity(0, sizeof(w), &w) == 0) {
+      std::lock_guard<std::mutex> l(m);
+      masks.push_back(w);
+    }
+    seen.fetch_add(1);
+  });
+  REQUIRE(!masks.empty());
+  const bool on = kforge::cpu::keep_workers_off_caller_cpu();
+  for (const cpu_set_t& w : masks) {
+    cpu_set_t both;
+    CPU_AND(&both, &w, &caller);
+    CHECK(CPU_EQUAL(&both, &w));  // never a CPU the caller may not use
+    if (on && CPU_COUNT(&caller) > 1)
+      CHECK(CPU_COUNT(&w) == CPU_COUNT(&caller) - 1);  // all of the caller's CPUs but the one it was on
+    else
+      CHECK(CPU_COUNT(&w) == CPU_COUNT(&caller));
+  }
+  check_once(4, 64);
+  check_gemm<policy::threaded<policy::blocked<>, policy::threads<4>>>(300, 200, 250, 30);
+}
+#endif

@@ -15,6 +15,7 @@ namespace kforge::tool {
 void check_env_cpu() {
   (void)cpu::default_num_threads();
   (void)cpu::spin_before_sleep();
+  (void)cpu::keep_workers_off_caller_cpu();
   (void)cpu::detail::gemm_parallel_min_flops();
 }
 

@@ -216,6 +216,7 @@ const std::vector<env_case> env_cases = {
     {"KFORGE_NUM_THREADS", {"0", "-3", "abc", "1.5", "99999999999999999999", "4 "}},
     {"KFORGE_POOL_SPIN_US", {"-1", "1000001", "abc", "1.5"}},
     {"KFORGE_GEMM_PARALLEL_MIN_FLOPS", {"-1", "nan", "inf", "abc"}},
+    {"KFORGE_POOL_AFFINITY", {"2", "-1", "yes", "0.5"}},
     {"KFORGE_VK_TIMEOUT_MS", {"0", "-1", "abc", "86400001", "1.5"}},
     {"KFORGE_VK_BLOCK_MIB", {"0", "1048577", "x", "-1"}},
     {"KFORGE_VK_DEVICE", {"99999999", "99999999999999999999999"}},

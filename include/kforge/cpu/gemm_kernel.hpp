@@ -287,27 +287,44 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
 
 /// A packed gemm of fewer flops than this runs on the calling thread alone:
 /// KFORGE_GEMM_PARALLEL_MIN_FLOPS if set (0 = always use the pool's
-/// threads), else 2·128³ + 1, i.e. up to 128³ the caller works alone. Where
-/// the default came from: with the pool's threads awake, two threads lose to
-/// one only while the call is about as short as handing a task over; after
-/// idle (a sleeping worker) the caller starts at once and a late worker
-/// only joins, so the loss is the futex wake-up and the split's tail.
-/// bench/cpu_calls.sh's threshold scenario times policy::threaded with the
-/// threshold off beside policy::blocked (one thread) at n = 32…384, first
-/// calls and 1 ms gaps; the crossover it finds is in docs/PERFORMANCE.md.
+/// threads), else 2·96³ + 1, i.e. up to 96³ the caller works alone. Measured
+/// on the 2-core Zen 5 (bench/cpu_calls.sh, threshold scenario: threaded with
+/// the threshold off beside blocked; docs/PERFORMANCE.md): with the workers
+/// awake and kept off the caller's core, two threads gain 1.10× at 64³ and
+/// 1.30× at 96³, 1.5× at 128³; after 1 ms gaps they are even at 80³–96³.
 inline double gemm_parallel_min_flops() {
   static const double v = [] {
     // A finite number >= 0 (env_var_error otherwise).
-    return env_number("KFORGE_GEMM_PARALLEL_MIN_FLOPS", number_ranges::non_negative, 2.0 * 128 * 128 * 128 + 1);
+    return env_number("KFORGE_GEMM_PARALLEL_MIN_FLOPS", number_ranges::non_negative, 2.0 * 96 * 96 * 96 + 1);
   }();
   return v;
 }
 
+/// While a worker sleeps on the futex, a packed gemm of fewer flops than
+/// gemm_wake_factor × gemm_parallel_min_flops() (2·192³ by default) runs on
+/// the caller alone and wakes nobody: a woken worker needs tens of µs to
+/// reach a core (on the development VM ~30–40 µs), so below ~190³ it would
+/// join too late to help while the wake-up and the wait for its last task
+/// cost the caller (measured after 5 ms of idle: 128³ 32.6 µs through the
+/// pool vs 23.7 alone; 160³ even; 256³ 112 vs 158). A call that finds the
+/// workers spinning (within spin_before_sleep() of the last call) uses them
+/// from gemm_parallel_min_flops() up.
+inline constexpr double gemm_wake_factor = 8;
+
 /// Threads a packed m×n×k gemm runs on, given the policy's count: one below
-/// gemm_parallel_min_flops(), else nthreads.
-inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads) {
+/// gemm_parallel_min_flops(), one below gemm_wake_factor times that while a
+/// worker sleeps, else nthreads.
+inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads, bool workers_asleep) {
   const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(std::max<index_t>(k, 1));
-  return flops < gemm_parallel_min_flops() ? 1 : std::max(1, nthreads);
+  const double min = gemm_parallel_min_flops();
+  if (nthreads <= 1 || flops < min) return 1;
+  if (workers_asleep && flops < gemm_wake_factor * min) return 1;
+  return nthreads;
+}
+
+/// The same, for the pool as it is now.
+inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads) {
+  return gemm_threads(m, n, k, nthreads, thread_pool::instance().sleeping() > 0);
 }
 
 /// Packed B of one (jc, K super-block) step is at most this many floats

@@ -91,13 +91,18 @@ inline void softmax_row(const float* x, float* y, index_t n, float* __restrict e
   V s0 = S::zero(), s1 = S::zero();
   index_t j = 0;
   alignas(64) float lanes[W];
-  for (; j + 2 * W <= n; j += 2 * W) {
-    const V a = vexp(S::load(x + j) - vm), b = vexp(S::load(x + j + W) - vm);
-    S::store(e + j, a);
-    S::store(e + j + W, b);
-    s0 = s0 + a;
-    s1 = s1 + b;
-  }
+  const auto exp_pass = [&](auto&& ex) {
+    for (; j + 2 * W <= n; j += 2 * W) {
+      const V a = ex(S::load(x + j) - vm), b = ex(S::load(x + j + W) - vm);
+      S::store(e + j, a);
+      S::store(e + j + W, b);
+      s0 = s0 + a;
+      s1 = s1 + b;
+    }
+  };
+  // With a finite max every x - max is <= 0 or -inf, never NaN: the cheaper exp.
+  if (std::isfinite(mx)) exp_pass([](V v) { return vexp_nonpositive(v); });
+  else exp_pass([](V v) { return vexp(v); });
   S::store(lanes, s0 + s1);
   float sum = 0.0f;
   for (int l = 0; l < W; ++l) sum += lanes[l];

@@ -36,6 +36,11 @@
 #include "kforge/core/input.hpp"
 #include <vector>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define KFORGE_CPU_PAUSE() _mm_pause()
@@ -83,6 +88,22 @@ inline std::chrono::microseconds spin_before_sleep() {
     return std::chrono::microseconds(static_cast<long>(v));
   }();
   return us;
+}
+
+/// Whether the pool keeps its workers off the core the calling thread is on
+/// (Linux): KFORGE_POOL_AFFINITY, 1 (default) or 0. Why: the scheduler puts a
+/// new or woken thread beside the thread that woke it and, on the 2-core
+/// development machine, often leaves it there for several calls while the
+/// other core is idle; a call then runs its two threads on one core, at one
+/// thread's speed, and whether a fresh process gets that is luck
+/// (docs/PERFORMANCE.md, "A worker beside its caller"). With 1, whenever a
+/// call's thread is on another CPU than at the last placement, the workers'
+/// affinity is set to the calling thread's allowed CPUs minus that one (left
+/// alone when that would leave none). The caller's own affinity is never
+/// touched. 0 leaves placement to the scheduler.
+inline bool keep_workers_off_caller_cpu() {
+  static const bool on = env_number("KFORGE_POOL_AFFINITY", number_range{0, 1, false, true}, 1) != 0;
+  return on;
 }
 
 namespace detail {
@@ -147,6 +168,7 @@ class thread_pool {
       return;
     }
     grow(nthreads - 1);
+    place_workers();
     using Fn = std::remove_reference_t<F>;
     ctx_ = const_cast<void*>(static_cast<const void*>(&f));
     call_ = [](void* c, std::int64_t first, std::int64_t end) {
@@ -248,6 +270,25 @@ class thread_pool {
     }
   }
 
+  /// Keeps the workers off the calling thread's CPU (keep_workers_off_caller_cpu()).
+  /// Costs one getcpu per call; the affinity calls only when the caller has
+  /// moved to another CPU or new workers were created since the last placement.
+  void place_workers() {
+#if defined(__linux__)
+    if (!keep_workers_off_caller_cpu()) return;
+    const int cpu = sched_getcpu();
+    if (cpu < 0 || (cpu == placed_cpu_ && placed_workers_ == workers_.size())) return;
+    placed_cpu_ = cpu;
+    placed_workers_ = workers_.size();
+    cpu_set_t mask;
+    CPU_ZERO(&mask);
+    if (sched_getaffinity(0, sizeof(mask), &mask) != 0 || !CPU_ISSET(cpu, &mask)) return;
+    CPU_CLR(cpu, &mask);
+    if (CPU_COUNT(&mask) == 0) return;  // the caller may use only this CPU: nothing to keep apart
+    for (auto& t : workers_) (void)pthread_setaffinity_np(t.native_handle(), sizeof(mask), &mask);
+#endif
+  }
+
   void grow(int n) {
     while (static_cast<int>(workers_.size()) < n) {
       const int slot = static_cast<int>(workers_.size()) + 1;
@@ -285,6 +326,8 @@ class thread_pool {
   }
 
   std::vector<std::thread> workers_;
+  int placed_cpu_ = -1;             // the caller's CPU at the last place_workers()
+  std::size_t placed_workers_ = 0;  // workers_.size() then
   std::mutex run_mutex_;
   std::mutex error_mutex_;
   std::exception_ptr error_;

@@ -99,6 +99,45 @@ KFORGE_CPU_INLINE V vexp(V x) {
   return y;
 }
 
+/// exp(x) for x <= 0 or -inf, never NaN (softmax's x - max of a row whose
+/// max is finite): no overflow side, no NaN lane. The same reduction and
+/// polynomial as vexp; on AVX-512 the scaling by 2^n is one vscalefps, which
+/// also gives exp's subnormal results below -87.3 and 0 below -103.9 as
+/// std::exp does (x is first raised to -104 so that -inf gives 0, not NaN).
+/// Elsewhere: vexp's integer scaling, 0 below -87.3.
+template <class V>
+KFORGE_CPU_INLINE V vexp_nonpositive(V x) {
+  const auto poly = [](V r) {
+    V p = r * 1.9875691500e-4f + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    return p * r * r + r + 1.0f;
+  };
+#if defined(__AVX512F__)
+  if constexpr (std::is_same_v<V, f32x16>) {
+    const V xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
+    const V n = _mm512_roundscale_ps(xc * 1.44269504088896341f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    V r = xc - n * 0.693359375f;
+    r = r - n * -2.12194440e-4f;
+    return _mm512_scalef_ps(poly(r), n);
+  }
+#endif
+  using I = typename int_lanes<V>::type;
+  constexpr float lo = -87.33654f;
+  const V xc = vclamp(x, lo, 0.0f);
+  constexpr float round_magic = 12582912.0f;
+  const V n = (xc * 1.44269504088896341f + round_magic) - round_magic;
+  V r = xc - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  I ni;
+  if constexpr (std::is_same_v<V, float>) ni = static_cast<std::int32_t>(n);
+  else ni = __builtin_convertvector(n, I);
+  const V y = std::bit_cast<V>(std::bit_cast<I>(poly(r)) + (ni << 23));
+  return x < lo ? 0.0f : y;
+}
+
 template <class V>
 KFORGE_CPU_INLINE V vtanh(V x) {
   const V ax = vabs(x);
