@@ -112,7 +112,7 @@ def idle_table(out):
     head, rows = parse(path)
     print("\n#### Calls after 5 ms of idle (the workers asleep): threaded with its default thresholds vs blocked\n")
     print(f"Load average at start: {loads([(head, rows)])}. Ratio = blocked median time / threaded median time. Below "
-          "the wake threshold (2·192³ flops) the caller runs alone and wakes nobody, so the ratio is about 1 there.\n")
+          "the wake threshold (2·224³ flops) the caller runs alone and wakes nobody, so the ratio is about 1 there.\n")
     print("| shape | threaded median µs | p90 | blocked median µs | blocked / threaded |")
     print("|---|---|---|---|---|")
     for s, r in rows.items():

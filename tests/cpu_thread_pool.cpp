@@ -180,25 +180,26 @@ TEST_CASE("threaded gemm with 1, 2 and 9 threads matches the Eigen reference") {
 TEST_CASE("threaded gemm: the caller runs alone below the size threshold, and below a larger one while the workers sleep") {
   namespace cd = kforge::cpu::detail;
   const double min_flops = cd::gemm_parallel_min_flops();
-  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) CHECK(min_flops == 2.0 * 96 * 96 * 96 + 1);
+  if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) CHECK(min_flops == 2.0 * 112 * 112 * 112 + 1);
   // The decision, on each side of both boundaries (any dimension tips it).
   auto expect = [&](index_t m, index_t n, index_t k, int nt, bool asleep) {
     const double flops = 2.0 * static_cast<double>(m * n * k);
     if (nt <= 1 || flops < min_flops) return 1;
     return asleep && flops < cd::gemm_wake_factor * min_flops ? 1 : nt;
   };
-  for (const auto& s : {shape{95, 96, 96}, shape{96, 96, 96}, shape{97, 96, 96}, shape{96, 96, 97}, shape{64, 4096, 4},
-                        shape{64, 4096, 2}, shape{192, 192, 192}, shape{193, 192, 192}, shape{300, 300, 300}})
+  for (const auto& s : {shape{111, 112, 112}, shape{112, 112, 112}, shape{113, 112, 112}, shape{112, 112, 113},
+                        shape{64, 4096, 4}, shape{64, 4096, 6}, shape{224, 224, 224}, shape{225, 224, 224},
+                        shape{300, 300, 300}})
     for (int nt : {1, 2, 9})
       for (bool asleep : {false, true}) {
         INFO(s[0] << "x" << s[1] << "x" << s[2] << ", " << nt << " threads, workers asleep " << asleep);
         CHECK(cd::gemm_threads(s[0], s[1], s[2], nt, asleep) == expect(s[0], s[1], s[2], nt, asleep));
       }
   if (!std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS")) {
-    CHECK(cd::gemm_threads(96, 96, 96, 2, false) == 1);
-    CHECK(cd::gemm_threads(97, 96, 96, 2, false) == 2);
-    CHECK(cd::gemm_threads(192, 192, 192, 2, true) == 1);
-    CHECK(cd::gemm_threads(193, 192, 192, 2, true) == 2);
+    CHECK(cd::gemm_threads(112, 112, 112, 2, false) == 1);
+    CHECK(cd::gemm_threads(113, 112, 112, 2, false) == 2);
+    CHECK(cd::gemm_threads(224, 224, 224, 2, true) == 1);
+    CHECK(cd::gemm_threads(225, 224, 224, 2, true) == 2);
   }
 
   using two = policy::threaded<policy::blocked<>, policy::threads<2>>;
@@ -209,21 +210,21 @@ TEST_CASE("threaded gemm: the caller runs alone below the size threshold, and be
   // through the pool there, and only the results are checked.)
   const bool default_threshold = !std::getenv("KFORGE_GEMM_PARALLEL_MIN_FLOPS");
   const std::int64_t before = hooks::worker_tasks().load();
-  check_gemm<two>(96, 96, 96, 20);
-  check_gemm<two>(95, 96, 96, 21);
+  check_gemm<two>(112, 112, 112, 20);
+  check_gemm<two>(111, 112, 112, 21);
   // While the workers sleep, a gemm under the wake threshold does not wake them.
   REQUIRE(eventually([&] { return pool.workers() > 0 && pool.sleeping() == pool.workers(); }));
   const std::int64_t sleeps = hooks::worker_sleeps().load();
   check_gemm<two>(150, 140, 130, 25);
-  check_gemm<two>(192, 192, 192, 26);
+  check_gemm<two>(224, 224, 224, 26);
   if (default_threshold) {
     CHECK(hooks::worker_tasks().load() == before);
     CHECK(hooks::worker_sleeps().load() == sleeps);  // nobody was woken
   }
   // Just above the thresholds the same calls go through the pool; the results match.
-  check_gemm<two>(97, 96, 96, 22);
-  check_gemm<two>(96, 96, 97, 23);
-  check_gemm<two>(193, 192, 192, 27);
+  check_gemm<two>(113, 112, 112, 22);
+  check_gemm<two>(112, 112, 113, 23);
+  check_gemm<two>(225, 224, 224, 27);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(129, 131, 128, 24);
 }
 

@@ -287,28 +287,32 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
 
 /// A packed gemm of fewer flops than this runs on the calling thread alone:
 /// KFORGE_GEMM_PARALLEL_MIN_FLOPS if set (0 = always use the pool's
-/// threads), else 2·96³ + 1, i.e. up to 96³ the caller works alone. Measured
-/// on the 2-core Zen 5 (bench/cpu_calls.sh, threshold scenario: threaded with
-/// the threshold off beside blocked; docs/PERFORMANCE.md): with the workers
-/// awake and kept off the caller's core, two threads gain 1.10× at 64³ and
-/// 1.30× at 96³, 1.5× at 128³; after 1 ms gaps they are even at 80³–96³.
+/// threads), else 2·112³ + 1: the caller works alone up to 112³, the pool
+/// from 113³ (128³ included). Measured on the 2-core Zen 5 VM
+/// (bench/cpu_calls.sh, threshold scenario: threaded with the threshold off
+/// beside blocked, back to back; docs/PERFORMANCE.md), whose two cores hand
+/// work over in one of two regimes that change from process to process and
+/// hour to hour: in the fast one the pool gains 1.3× at 96³ and 1.5× at
+/// 128³; in the slow one (a job's hand-over costs several µs) it loses 1.8×
+/// at 96³ and 1.13× at 128³ and gains from 160³. 113³ keeps the loss of the
+/// slow regime small where the fast one gains most.
 inline double gemm_parallel_min_flops() {
   static const double v = [] {
     // A finite number >= 0 (env_var_error otherwise).
-    return env_number("KFORGE_GEMM_PARALLEL_MIN_FLOPS", number_ranges::non_negative, 2.0 * 96 * 96 * 96 + 1);
+    return env_number("KFORGE_GEMM_PARALLEL_MIN_FLOPS", number_ranges::non_negative, 2.0 * 112 * 112 * 112 + 1);
   }();
   return v;
 }
 
 /// While a worker sleeps on the futex, a packed gemm of fewer flops than
-/// gemm_wake_factor × gemm_parallel_min_flops() (2·192³ by default) runs on
+/// gemm_wake_factor × gemm_parallel_min_flops() (2·224³ by default) runs on
 /// the caller alone and wakes nobody: a woken worker needs tens of µs to
-/// reach a core (on the development VM ~30–40 µs), so below ~190³ it would
+/// reach a core (on the development VM ~30–40 µs), so below ~200³ it would
 /// join too late to help while the wake-up and the wait for its last task
-/// cost the caller (measured after 5 ms of idle: 128³ 32.6 µs through the
-/// pool vs 23.7 alone; 160³ even; 256³ 112 vs 158). A call that finds the
-/// workers spinning (within spin_before_sleep() of the last call) uses them
-/// from gemm_parallel_min_flops() up.
+/// cost the caller (measured after 5 ms of idle with the pool forced: 128³
+/// 32.6 µs through the pool vs 23.7 alone; 160³ even; 256³ 112 vs 158). A
+/// call that finds the workers spinning (within spin_before_sleep() of the
+/// last call) uses them from gemm_parallel_min_flops() up.
 inline constexpr double gemm_wake_factor = 8;
 
 /// Threads a packed m×n×k gemm runs on, given the policy's count: one below
