@@ -333,12 +333,20 @@ TEST_CASE("bf16 never takes the f16-only cooperative-matrix kernels; coopmat2 wh
   CHECK(K::gemm(no_bf16, dtype::bf16, 4096, 4096, 4096).kernel == gemm_kernel::tiled);
   CHECK(K::gemm(no_bf16, dtype::f16, 4096, 4096, 4096).kernel == gemm_kernel::coopmat2);
   CHECK_THROWS_AS(vulkan::knobs<policy::coopmat<true>>::gemm(no_bf16, dtype::bf16, 64, 64, 64), unsupported_error);
-  // attention: the coopmat kernel is f16's only; bf16 prefill takes the scalar kernel, decode the split one.
+  // attention: bf16 prefill takes the coopmat kernel (f16 fragments, scaled tiles) like f16, decode the
+  // split one; coopmat<false> the scalar one; without f16 cooperative matrices bf16 prefill is scalar.
   const vulkan::attention_dims prefill{1, 8, 8, 512, 512, 64, 64, true, false}, decode{1, 32, 8, 1, 4096, 128, 128, false, false};
   CHECK(vulkan::attention_kernel_for(d, dtype::f16, prefill) == vulkan::attention_kernel::coopmat);
-  CHECK(vulkan::attention_kernel_for(d, dtype::bf16, prefill) == vulkan::attention_kernel::scalar);
+  CHECK(vulkan::attention_kernel_for(d, dtype::bf16, prefill) == vulkan::attention_kernel::coopmat);
+  CHECK(vulkan::attention_kernel_for(d, dtype::bf16, prefill, 0) == vulkan::attention_kernel::scalar);
   CHECK(vulkan::attention_kernel_for(d, dtype::bf16, decode) == vulkan::attention_kernel::split);
-  CHECK_THROWS_AS(vulkan::attention_kernel_for(d, dtype::bf16, prefill, 1), unsupported_error);
+  CHECK(vulkan::attention_kernel_for(d, dtype::bf16, prefill, 1) == vulkan::attention_kernel::coopmat);
+  CHECK(vulkan::attention_kernel_for(d, dtype::f32, prefill) == vulkan::attention_kernel::scalar);
+  CHECK_THROWS_AS(vulkan::attention_kernel_for(d, dtype::f32, prefill, 1), unsupported_error);
+  vulkan::device_info no_coop = d;
+  no_coop.nv_coopmat_f16_16x16x16 = false;
+  CHECK(vulkan::attention_kernel_for(no_coop, dtype::bf16, prefill) == vulkan::attention_kernel::scalar);
+  CHECK_THROWS_AS(vulkan::attention_kernel_for(no_coop, dtype::bf16, prefill, 1), unsupported_error);
   // Storage: bf16 as bf16 with 16-bit storage, else as f32; f16 and f32 as they are.
   CHECK(vulkan::device_dtype(d, dtype::bf16) == dtype::bf16);
   vulkan::device_info no16 = d;

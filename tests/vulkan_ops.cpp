@@ -297,7 +297,7 @@ std::vector<T> attention_case(const attn_case& c, unsigned seed, const std::func
 TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, causal S < L and S > L, decode", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   const auto& info = ctx->info();
-  const bool coop = dtype_of<T>() == dtype::f16 && vulkan::coopmat_f16_available(info);
+  const bool coop = dtype_of<T>() != dtype::f32 && vulkan::coopmat_f16_available(info);
   const attn_case cases[] = {
       {1, 1, 1, 1, 1, 1, 1}, {1, 2, 2, 7, 17, 8, 5, true}, {2, 1, 1, 33, 33, 16, 16, true}, {1, 3, 3, 3, 300, 7, 9},
       {1, 1, 1, 5, 3, 4, 4, true},
@@ -358,6 +358,55 @@ TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach th
           if (i < bad_key || e != 3) CHECK_MESSAGE(std::isfinite(x), c.str() << " row " << i << " column " << e);
           else CHECK_MESSAGE(std::isinf(x), c.str() << " row " << i << " sees the Inf");
         }
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// bf16 reaches the coopmat kernel staged as f16 with a power-of-two scale per
+// tile: values far outside f16's range (Q·2^-30 and K·2^30: plain f16 would
+// make Q zero and K infinite) and V blocks of very different sizes (2^40,
+// 2^-60: the scaled P·V products) must match the reference as unscaled
+// data does. On devices without cooperative matrices the scalar kernel runs
+// the same cases.
+TEST_CASE("vulkan attention bf16: values outside f16's range, on every kernel") {
+  KFT_NEED_DEVICE();
+  struct wide {
+    attn_case c;
+    int qe, ke, ve, ve_tiny;  // Q, K, V times 2^qe, 2^ke, 2^ve; V rows 64..127 times 2^ve_tiny instead
+  };
+  const wide cases[] = {{{1, 2, 1, 130, 200, 64, 64, true}, -30, 30, 40, -60},
+                        {{1, 4, 2, 70, 150, 128, 128, false, true}, 24, -24, -40, 30},
+                        {{1, 2, 2, 40, 90, 32, 32, true}, 0, 0, 0, -70}};
+  unsigned seed = 120;
+  for (const auto& [c, qe, ke, ve, ve_tiny] : cases) {
+    const shape qs = c.dims(c.h, c.s, c.d), ks = c.dims(c.hkv, c.l, c.d), vs = c.dims(c.hkv, c.l, c.dv), os = c.dims(c.h, c.s, c.dv);
+    auto scaled = [](std::vector<float> x, int e) {
+      for (auto& v : x) v = std::ldexp(v, e);
+      return x;
+    };
+    auto q = convert<bfloat16>(scaled(random_floats(static_cast<std::size_t>(qs.numel()), seed++), qe));
+    auto k = convert<bfloat16>(scaled(random_floats(static_cast<std::size_t>(ks.numel()), seed++), ke));
+    std::vector<float> vf = random_floats(static_cast<std::size_t>(vs.numel()), seed++);
+    for (index_t hk = 0; hk < c.hkv; ++hk)
+      for (index_t j = 0; j < c.l; ++j)
+        for (index_t e = 0; e < c.dv; ++e) {
+          const index_t at = c.bshd ? (j * c.hkv + hk) * c.dv + e : (hk * c.l + j) * c.dv + e;
+          auto& x = vf[static_cast<std::size_t>(at)];
+          x = std::ldexp(x, j >= 64 && j < 128 ? ve_tiny : ve);
+        }
+    auto v = convert<bfloat16>(vf);
+    std::vector<bfloat16> o(static_cast<std::size_t>(os.numel())), ref(o.size());
+    op::attention<bfloat16> a;
+    a.causal = c.causal;
+    a.layout = c.bshd ? attention_layout::bshd : attention_layout::bhsd;
+    run<policy::vulkan<>>(a, make_view(q, qs), make_view(k, ks), make_view(v, vs), make_view(o, os));
+    run<policy::eigen>(a, make_view(q, qs), make_view(k, ks), make_view(v, vs), make_view(ref, os));
+    // The output is a weighted mean of V rows: its scale is V's largest.
+    check_close(c.str() + " (scaled 2^" + std::to_string(qe) + ", 2^" + std::to_string(ke) + ", 2^" + std::to_string(ve) + ")",
+                o, ref, {std::ldexp(1.0f, std::max(ve, ve_tiny))}, attention_tolerance(dtype::bf16, c.d, c.l));
+    int finite = 0;
+    for (const auto& x : o) finite += std::isfinite(static_cast<float>(x));
+    CHECK(finite == static_cast<int>(o.size()));
   }
   KFT_NO_VALIDATION_MESSAGES();
 }
@@ -477,32 +526,35 @@ std::uint64_t shared_bytes(const std::vector<std::uint32_t>& spv) {
 // matches what the host binds, and each cooperative-matrix tiling the host
 // picks, specialised for every head dim, is valid SPIR-V whose shared
 // memory is what the host budgets (at most the H100's 48 KiB).
-TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat for every head dim") {
-  const auto v = vulkan::detail::make_variant("attention_coopmat", vulkan::shaders::attention_coopmat, dtype::f16,
-                                              {{"KF_COOPMAT", "1"}});
-  std::vector<std::uint32_t> spv;
-  REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
-  CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 40, {0, 1, 2, 3, 4}}));
+TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat for every head dim, f16 and bf16") {
   vulkan::device_info h100;  // what the kernel choice reads of an H100
   h100.name = "H100";
   h100.nv_coopmat_f16_16x16x16 = h100.storage_16bit = h100.fp16_arithmetic = true;
   h100.subgroup_size = 32, h100.max_shared_memory = 49152, h100.max_workgroup_invocations = 1024;
-  const std::pair<index_t, index_t> dims[] = {{16, 16}, {32, 32}, {48, 64}, {64, 64}, {80, 80},
-                                              {96, 96}, {128, 128}, {64, 128}, {256, 256}};
-  for (const auto& [d, dv] : dims) {
-    CAPTURE(d);
-    CAPTURE(dv);
-    REQUIRE(vulkan::attention_coopmat_applies(h100, dtype::f16, d, dv));
-    std::vector<vulkan::attention_coopmat_config> tilings = {vulkan::attention_coopmat_default(d, dv)};
-    for (std::uint32_t w : {4u, 8u})
-      for (std::uint32_t rf : {1u, 2u})
-        for (std::uint32_t bkv : {32u, 64u}) tilings.push_back({w, rf, bkv});
-    for (const auto& c : tilings) {
-      if (!vulkan::attention_coopmat_check(h100, dtype::f16, d, dv, c).empty()) continue;
-      CAPTURE(c.str());
-      const auto s = specialise(spv, {32 * c.warps, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(dv), c.bkv, c.rf});
-      CHECK(shared_bytes(s) == vulkan::attention_coopmat_shared_bytes(c, d, dv));
-      CHECK(shared_bytes(s) <= 49152);
+  for (const dtype dt : {dtype::f16, dtype::bf16}) {
+    CAPTURE(to_string(dt));
+    const auto v = vulkan::detail::make_variant("attention_coopmat", vulkan::shaders::attention_coopmat, dt,
+                                                {{"KF_COOPMAT", "1"}});
+    std::vector<std::uint32_t> spv;
+    REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
+    CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 40, {0, 1, 2, 3, 4}}));
+    const std::pair<index_t, index_t> dims[] = {{16, 16}, {32, 32}, {48, 64}, {64, 64}, {80, 80},
+                                                {96, 96}, {128, 128}, {64, 128}, {256, 256}};
+    for (const auto& [d, dv] : dims) {
+      CAPTURE(d);
+      CAPTURE(dv);
+      REQUIRE(vulkan::attention_coopmat_applies(h100, dt, d, dv));
+      std::vector<vulkan::attention_coopmat_config> tilings = {vulkan::attention_coopmat_default(d, dv)};
+      for (std::uint32_t w : {4u, 8u})
+        for (std::uint32_t rf : {1u, 2u})
+          for (std::uint32_t bkv : {32u, 64u}) tilings.push_back({w, rf, bkv});
+      for (const auto& c : tilings) {
+        if (!vulkan::attention_coopmat_check(h100, dt, d, dv, c).empty()) continue;
+        CAPTURE(c.str());
+        const auto s = specialise(spv, {32 * c.warps, static_cast<std::uint32_t>(d), static_cast<std::uint32_t>(dv), c.bkv, c.rf});
+        CHECK(shared_bytes(s) == vulkan::attention_coopmat_shared_bytes(c, d, dv, dt));
+        CHECK(shared_bytes(s) <= 49152);
+      }
     }
   }
   CHECK(!vulkan::attention_coopmat_applies(h100, dtype::f16, 272, 272));

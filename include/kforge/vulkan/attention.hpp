@@ -1,7 +1,7 @@
 // kforge/vulkan/attention.hpp — scaled dot-product attention on
 // policy::vulkan: per call one of three kernels (shaders/attention.hpp) —
 // the split (flash-decoding) kernel for few query rows per KV head, the
-// cooperative-matrix kernel for f16 prefill, else the scalar flash kernel.
+// cooperative-matrix kernel for f16 and bf16 prefill, else the scalar flash kernel.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -19,7 +19,7 @@ namespace kforge::vulkan {
 /// The kernel an attention call runs on.
 enum class attention_kernel {
   scalar,   ///< shaders::attention: one workgroup per query row; any dtype, any head dims
-  coopmat,  ///< shaders::attention_coopmat: f16 on NV cooperative matrices, D, Dv multiples of 16 up to 256
+  coopmat,  ///< shaders::attention_coopmat: f16 or bf16 on f16 NV cooperative matrices, D, Dv multiples of 16 up to 256
   split,    ///< shaders::attention_split (+ attention_merge): keys split across workgroups, G·S <= 16 rows
 };
 
@@ -46,24 +46,26 @@ struct attention_coopmat_config {
   }
 };
 
-/// Shared memory attention_coopmat declares (bytes): Ks, Vs, the prelude's reduction slots.
-inline std::uint64_t attention_coopmat_shared_bytes(const attention_coopmat_config& c, index_t d, index_t dv) {
+/// Shared memory attention_coopmat declares (bytes): Ks, Vs, the prelude's
+/// reduction slots, and on bf16 data the five tile-scale slots.
+inline std::uint64_t attention_coopmat_shared_bytes(const attention_coopmat_config& c, index_t d, index_t dv,
+                                                    dtype dt = dtype::f16) {
   const std::uint64_t sk = static_cast<std::uint64_t>(d) / 8 + 1, sv = static_cast<std::uint64_t>(dv) / 8 + 1;
-  return 16ull * c.bkv * (sk + sv) + 4ull * 32 * c.warps;
+  return 16ull * c.bkv * (sk + sv) + 4ull * 32 * c.warps + (dt == dtype::bf16 ? 20 : 0);
 }
 
 /// Why config c cannot run attention with head dims d, dv on dt data on device
 /// `info` (empty: it can).
 inline std::string attention_coopmat_check(const device_info& info, dtype dt, index_t d, index_t dv,
                                            const attention_coopmat_config& c) {
-  if (dt != dtype::f16) return "the data is not f16";
+  if (dt != dtype::f16 && dt != dtype::bf16) return "the data is neither f16 nor bf16";
   if (!coopmat_f16_available(info)) return "device '" + info.name + "' has no 16x16x16 f16 NV cooperative matrices";
   if (d <= 0 || dv <= 0 || d % 16 || dv % 16 || d > 256 || dv > 256)
     return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) + " are not multiples of 16 up to 256";
   // Ks and Vs also stage the Q and output rows of bkv / (16·rf) subgroups at a time, and the index fragments.
   if (c.warps < 1 || c.rf < 1 || c.bkv % 16 || c.bkv < 16 * c.rf || c.bkv < 32 || 32 * c.warps > info.max_workgroup_invocations)
     return "tiling " + c.str() + " is not one the kernel takes";
-  const std::uint64_t bytes = attention_coopmat_shared_bytes(c, d, dv);
+  const std::uint64_t bytes = attention_coopmat_shared_bytes(c, d, dv, dt);
   if (bytes > info.max_shared_memory)
     return "tiling " + c.str() + " needs " + std::to_string(bytes) + " bytes of shared memory, the device allows " +
            std::to_string(info.max_shared_memory);

@@ -85,8 +85,8 @@ void main() {
 }
 )glsl";
 
-// attention_coopmat: f16 data on NV cooperative matrices (16×16×16 f16·f16 +
-// f32), FlashAttention-2 style, for head dims D, Dv that are multiples of 16
+// attention_coopmat: f16 or bf16 data on NV cooperative matrices (16×16×16
+// f16·f16 + f32), FlashAttention-2 style, for head dims D, Dv that are multiples of 16
 // (spec constants 1, 2; the host allows up to 256 within the device's shared
 // memory). Tiling: WARPS subgroups (local size 32·WARPS) each own RW = 16·RF
 // query rows (spec constant 4: RF row fragments), BQ = RW·WARPS per
@@ -123,6 +123,18 @@ void main() {
 // global memory). NaN scores, a +Inf score or a row of -Inf scores write
 // NaN; L == 0 writes zeros. Output rows leave through shared memory, 8 halves
 // per store.
+// bf16 (KF_BF16; glslang 12 has no bf16 fragments): every tile is staged as
+// f16 times a power of two, chosen per tile from its largest finite |x| (a
+// max over the workgroup: one more barrier per K and per V block, one for
+// the Q tile) so that it lands in [2^14, 2^15). The conversion is exact for
+// every value of at least 2^-28 times its tile's largest (f16 is normal from
+// 2^-14, and its 11-bit mantissa holds bf16's 8); smaller values of the same
+// tile round to f16's subnormals or to 0, an error below 2^-39 of the
+// tile's largest |x| each. The Q and K
+// scales leave with the scores (folded into the softmax's scale); a V block
+// whose largest |x| is outside [2^-14, 2^15) takes its P·V products alone,
+// each added times the inverse scale. Output rows are rounded to bf16 (to
+// nearest even) from f32, not through f16. Inf and NaN keep their meaning.
 inline constexpr const char* attention_coopmat = R"glsl(
 #extension GL_KHR_shader_subgroup_shuffle : require
 layout(constant_id = 1) const uint D = 64;
@@ -150,8 +162,40 @@ const int FE = 8;
 shared uvec4 Ks[BKV * SK];
 shared uvec4 Vs[BKV * SV];
 
-// Half h (0..7) of a uvec4 as float.
-float half_of(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u])[h % 2u]; }
+#if KF_BF16
+// bf16 data: staged into shared memory as f16, each tile scaled by a power of
+// two (exact) that brings its largest finite |x| to [2^14, 2^15); the scales
+// leave with the scores (Q, K) and the P·V products (V). bf_red: the largest
+// finite |x| (its bits) of the Q tile, and of the K and V blocks (two slots
+// each, alternating by block).
+shared uint bf_red[5];
+// The largest finite |x| of 8 bf16 values, as bits (0 for none).
+uint bf_absmax(uvec4 w) {
+  uint m = 0u;
+  [[unroll]] for (int i = 0; i < 4; ++i) {
+    const uint lo = w[i] & 0x7fffu, hi = (w[i] >> 16) & 0x7fffu;
+    m = max(m, max(lo < 0x7f80u ? lo : 0u, hi < 0x7f80u ? hi : 0u));
+  }
+  return m;
+}
+// log2 of the scale for a tile whose largest finite |x| has bits m: x < 2^(E-126) for exponent field E.
+int bf_shift(uint m) { return m == 0u ? 0 : clamp(141 - int(m >> 7), -126, 126); }
+// 8 bf16 values times 2^s as 8 halves (exact for the tile's values of at least 2^-28 of its max; Inf, NaN kept).
+uvec4 bf_to_f16(uvec4 w, float s) {
+  uvec4 r;
+  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(uintBitsToFloat(uvec2(w[i] << 16, w[i] & 0xffff0000u)) * s);
+  return r;
+}
+// Element h (0..7) of a uvec4 of bf16 as float; the largest finite value.
+float elem_of(uvec4 v, uint h) { return uintBitsToFloat(((v[h / 2u] >> (16u * (h % 2u))) & 0xffffu) << 16); }
+const float KF_VMAX = 3.4028234663852886e38;
+#define KF_CVT(w, s) bf_to_f16(w, s)
+#else
+// Half h (0..7) of a uvec4 as float; the largest finite value.
+float elem_of(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u])[h % 2u]; }
+const float KF_VMAX = 65504.0;
+#define KF_CVT(w, s) (w)
+#endif
 
 void main() {
   const uint t = gl_LocalInvocationID.x, warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
@@ -172,12 +216,29 @@ void main() {
   const uint vbase = bshd ? (b * pc.L * HK + hk) * DV8 : (b * HK + hk) * pc.L * DV8;
   const uint qw = q0 + warp * RW;  // this subgroup's first query row (rows past S are computed, not stored)
 
+  // bf16: the Q tile's scale (and the K, V slots zeroed).
+#if KF_BF16
+  if (t == 0u) bf_red[0] = bf_red[1] = bf_red[2] = bf_red[3] = bf_red[4] = 0u;
+  barrier();
+  {
+    uint mq = 0u;
+    for (uint i = t; i < BQ * D8; i += WG)
+      if (q0 + i / D8 < pc.S) mq = max(mq, bf_absmax(q_[qbase + (q0 + i / D8) * qrs + i % D8]));
+    mq = subgroupMax(mq);
+    if (lane == 0u) atomicMax(bf_red[0], mq);
+  }
+  barrier();
+  const int sq = bf_shift(bf_red[0]);
+#else
+  const int sq = 0;
+#endif
+  const float qs = exp2(float(sq));
   // Q rows as fragments, staged through Ks (zero past S) WPR subgroups at a time.
   F16 qf[RF * NDK];
   for (uint w0 = 0; w0 < WARPS; w0 += WPR) {
     for (uint i = t; i < WPR * RW * D8; i += WG) {
       uint r = i / D8, c = i % D8, row = q0 + w0 * RW + r;
-      Ks[r * SK + c] = row < pc.S && w0 * RW + r < BQ ? q_[qbase + row * qrs + c] : uvec4(0);
+      Ks[r * SK + c] = row < pc.S && w0 * RW + r < BQ ? KF_CVT(q_[qbase + row * qrs + c], qs) : uvec4(0);
     }
     barrier();
     if (warp >= w0 && warp < w0 + WPR)
@@ -235,27 +296,48 @@ void main() {
     }
   // P·V of one block; SANITIZE zeroes the non-finite V values of the
   // fragments at or past this subgroup's first row (see below).
-  #define PV(SANITIZE)                                                                      \
+  // SCALED (bf16 blocks staged with a scale 2^sv != 1): each product is
+  // formed alone and added times 2^-sv.
+  #define PV(SANITIZE, SCALED)                                                              \
     [[unroll]] for (uint n = 0; n < NKF; ++n)                                               \
       [[unroll]] for (uint dv = 0; dv < NDV; ++dv) {                                        \
         F16 vf;                                                                             \
         coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);                           \
-        if (SANITIZE && j0 + n * 16 >= qw)                                                  \
+        if ((SANITIZE) && j0 + n * 16 >= qw)                                                \
           [[unroll]] for (int e = 0; e < FE; ++e) {                                         \
             const bool fin = abs(vf[e]) <= float16_t(65504.0);                              \
             vbad = vbad || (!fin && j0 + n * 16 < qw + RW);                                 \
             vf[e] = fin ? vf[e] : float16_t(0.0);                                           \
           }                                                                                 \
         [[unroll]] for (uint f = 0; f < RF; ++f)                                            \
-          o[f * NDV + dv] = coopMatMulAddNV(pf[f * NKF + n], vf, o[f * NDV + dv]);          \
+          if (SCALED) {                                                                     \
+            ACC pv = coopMatMulAddNV(pf[f * NKF + n], vf, ACC(0.0));                   \
+            [[unroll]] for (int e = 0; e < FE; ++e) o[f * NDV + dv][e] += pv[e] * vinv;     \
+          } else {                                                                          \
+            o[f * NDV + dv] = coopMatMulAddNV(pf[f * NKF + n], vf, o[f * NDV + dv]);        \
+          }                                                                                 \
       }
   bool vbad = false;  // a V value of a key in [qw, qw + RW) was not finite (and was zeroed)
   if (nkb > 0u) { FETCH_K(0u) }
   for (uint jb = 0; jb < nkb; ++jb) {
     const uint j0 = jb * BKV;
+#if KF_BF16
+    {  // the block's scale: the largest |x| over the workgroup (the other slot is zeroed for the next block)
+      uint mk = 0u;
+      [[unroll]] for (uint e = 0; e < NK; ++e) mk = max(mk, bf_absmax(rk[e]));  // zero past the block
+      mk = subgroupMax(mk);
+      if (lane == 0u) atomicMax(bf_red[1u + (jb & 1u)], mk);
+      if (t == 0u) bf_red[1u + ((jb + 1u) & 1u)] = 0u;
+    }
+    barrier();
+    const int sk = bf_shift(bf_red[1u + (jb & 1u)]);
+#else
+    const int sk = 0;
+#endif
+    const float ks = exp2(float(sk)), cb = c2 * exp2(-float(sq)) * exp2(-float(sk));  // cb: c2 for the scaled scores
     [[unroll]] for (uint e = 0; e < NK; ++e) {
       uint i = t + e * WG;
-      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = rk[e];
+      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = KF_CVT(rk[e], ks);
     }
     barrier();
     FETCH_V(j0)
@@ -297,7 +379,7 @@ void main() {
       // Lazy rescaling: the reference max moves only when a block's max
       // exceeds it by more than 8 (p = exp2(s·c2 − m) <= 256 stays well inside
       // f16), so the output fragments are rescaled only then.
-      const float n0 = bm0 * c2, n1 = bm1 * c2;
+      const float n0 = bm0 * cb, n1 = bm1 * cb;
       const float mn0 = m[2 * f] == -KF_INF || n0 > m[2 * f] + 8.0 ? max(m[2 * f], n0) : m[2 * f];
       const float mn1 = m[2 * f + 1] == -KF_INF || n1 > m[2 * f + 1] + 8.0 ? max(m[2 * f + 1], n1) : m[2 * f + 1];
       const bool g0 = m[2 * f] != -KF_INF && mn0 > m[2 * f], g1 = m[2 * f + 1] != -KF_INF && mn1 > m[2 * f + 1];
@@ -315,7 +397,7 @@ void main() {
       [[unroll]] for (uint n = 0; n < NKF; ++n) {
         [[unroll]] for (int e = 0; e < FE; ++e) {
           const bool hi = (e >= 4);
-          const float p = exp2(fma(sc[f * NKF + n][e], c2, -(hi ? u1 : u0)));
+          const float p = exp2(fma(sc[f * NKF + n][e], cb, -(hi ? u1 : u0)));
           sc[f * NKF + n][e] = p;
           if (hi) l[2 * f + 1] += p;
           else l[2 * f] += p;
@@ -324,9 +406,24 @@ void main() {
       }
     }
 
+#if KF_BF16
+    {  // the V block's scale, 1 while its largest |x| is in [2^-14, 2^15) (no scaled products then)
+      uint mv = 0u;
+      [[unroll]] for (uint e = 0; e < NV; ++e) mv = max(mv, bf_absmax(rv[e]));
+      mv = subgroupMax(mv);
+      if (lane == 0u) atomicMax(bf_red[3u + (jb & 1u)], mv);
+      if (t == 0u) bf_red[3u + ((jb + 1u) & 1u)] = 0u;
+    }
+    barrier();
+    const uint mvb = bf_red[3u + (jb & 1u)];
+    const int sv = mvb == 0u || (mvb >> 7 >= 113u && mvb >> 7 <= 141u) ? 0 : bf_shift(mvb);
+#else
+    const int sv = 0;
+#endif
+    const float vsc = exp2(float(sv)), vinv = exp2(-float(sv));
     [[unroll]] for (uint e = 0; e < NV; ++e) {
       uint i = t + e * WG;
-      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = rv[e];
+      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = KF_CVT(rv[e], vsc);
     }
     barrier();
     if (jb + 1 < nkb) { FETCH_K(j0 + BKV) }
@@ -334,10 +431,12 @@ void main() {
     // block holds keys at or past this subgroup's first row, those fragments'
     // non-finite V values are multiplied as 0 and the visible ones are added
     // back after the loop (vbad).
-    if (causal && j0 + BKV > qw) {
-      PV(true)
+    if (sv != 0) {
+      PV(causal && j0 + BKV > qw, true)
+    } else if (causal && j0 + BKV > qw) {
+      PV(true, false)
     } else {
-      PV(false)
+      PV(false, false)
     }
   }
   // (Rare.) Non-finite V values zeroed above that a row sees: keys qw .. row.
@@ -349,8 +448,8 @@ void main() {
           const uint row = qw + f * 16 + rA + ROW8(e), c = dv * 16 + COL(e);
           float add = 0.0;
           for (uint j = qw; j <= row && j < kend; ++j) {
-            const float x = half_of(v_[vbase + j * vrs + c / 8], c % 8);
-            if (!(abs(x) <= 65504.0)) add += x;
+            const float x = elem_of(v_[vbase + j * vrs + c / 8], c % 8);
+            if (!(abs(x) <= KF_VMAX)) add += x;
           }
           o[f * NDV + dv][e] += add;
         }
@@ -370,7 +469,16 @@ void main() {
         [[unroll]] for (uint dv = 0; dv < NDV; ++dv) {
           ACC x = o[f * NDV + dv];
           [[unroll]] for (int e = 0; e < FE; ++e) x[e] *= (e >= 4) ? inv[2 * f + 1] : inv[2 * f];
+#if KF_BF16
+          // Rounded to bf16 (the output may exceed f16's range) and placed by the layout checked above
+          // (elements e, e + 1 of a lane are adjacent columns of one row).
+          [[unroll]] for (int e = 0; e < FE; e += 2) {
+            const uint r = (warp - w0) * RW + f * 16 + rA + ROW8(e), c = dv * 16 + COL(e);
+            Vs[r * SV + c / 8u][(c % 8u) / 2u] = kf_bf16_bits(x[e]) | (kf_bf16_bits(x[e + 1]) << 16);
+          }
+#else
           coopMatStoreNV(F16(x), Vs, ((warp - w0) * RW + f * 16) * SV + dv * 2, SV, false);
+#endif
         }
       subgroupMemoryBarrierShared();
       subgroupBarrier();
