@@ -184,12 +184,14 @@ struct attention_kernel {
 };
 }  // namespace
 
-// The f16 tolerance (ops/attention.hpp) takes P rounded to f16 and nothing
-// wider: the kernel that rounds P passes every attention problem of the
-// catalog in f16, and each wrong kernel fails at least one of them.
-TEST_CASE("attention f16: rounding P to f16 passes the suite; wrong scale, mask, key or row do not") {
+// The f16 and bf16 tolerance (ops/attention.hpp) takes P rounded to f16 and
+// nothing wider: the kernel that rounds P passes every attention problem of
+// the catalog in f16 and in bf16 (the Vulkan tensor-core kernel's rounding
+// for both), and each wrong kernel fails at least one of them.
+TEST_CASE_TEMPLATE("attention f16 and bf16: rounding P to f16 passes the suite; wrong scale, mask, key or row do not", T,
+                   half, bfloat16) {
   std::vector<problem> att;
-  for (const problem& p : test_problems(dtype::f16))
+  for (const problem& p : test_problems(dtype_of<T>()))
     if (p.op == "attention") att.push_back(p);
   REQUIRE(att.size() >= 10);
   double worst = 0;
@@ -199,7 +201,7 @@ TEST_CASE("attention f16: rounding P to f16 passes the suite; wrong scale, mask,
     CHECK(r.all_passed);
     worst = std::max(worst, r.max_rel_err);
   }
-  MESSAGE("f16 P: largest error / error scale over the catalog's attention problems: " << worst);
+  MESSAGE(to_string(dtype_of<T>()) << ", f16 P: largest error / error scale over the catalog's attention problems: " << worst);
   auto rejected = [&](const executor& k) {
     for (const problem& p : att)
       if (!validate(p, k).all_passed) return true;

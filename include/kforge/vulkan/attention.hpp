@@ -47,11 +47,11 @@ struct attention_coopmat_config {
 };
 
 /// Shared memory attention_coopmat declares (bytes): Ks, Vs, the prelude's
-/// reduction slots, and on bf16 data the five tile-scale slots.
+/// reduction slots, and on bf16 data the nine tile-scale slots and flags.
 inline std::uint64_t attention_coopmat_shared_bytes(const attention_coopmat_config& c, index_t d, index_t dv,
                                                     dtype dt = dtype::f16) {
   const std::uint64_t sk = static_cast<std::uint64_t>(d) / 8 + 1, sv = static_cast<std::uint64_t>(dv) / 8 + 1;
-  return 16ull * c.bkv * (sk + sv) + 4ull * 32 * c.warps + (dt == dtype::bf16 ? 20 : 0);
+  return 16ull * c.bkv * (sk + sv) + 4ull * 32 * c.warps + (dt == dtype::bf16 ? 36 : 0);
 }
 
 /// Why config c cannot run attention with head dims d, dv on dt data on device

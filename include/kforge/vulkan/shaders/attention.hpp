@@ -123,18 +123,19 @@ void main() {
 // global memory). NaN scores, a +Inf score or a row of -Inf scores write
 // NaN; L == 0 writes zeros. Output rows leave through shared memory, 8 halves
 // per store.
-// bf16 (KF_BF16; glslang 12 has no bf16 fragments): every tile is staged as
-// f16 times a power of two, chosen per tile from its largest finite |x| (a
-// max over the workgroup: one more barrier per K and per V block, one for
-// the Q tile) so that it lands in [2^14, 2^15). The conversion is exact for
-// every value of at least 2^-28 times its tile's largest (f16 is normal from
-// 2^-14, and its 11-bit mantissa holds bf16's 8); smaller values of the same
-// tile round to f16's subnormals or to 0, an error below 2^-39 of the
-// tile's largest |x| each. The Q and K
-// scales leave with the scores (folded into the softmax's scale); a V block
-// whose largest |x| is outside [2^-14, 2^15) takes its P·V products alone,
-// each added times the inverse scale. Output rows are rounded to bf16 (to
-// nearest even) from f32, not through f16. Inf and NaN keep their meaning.
+// bf16 (KF_BF16; glslang 12 has no bf16 fragments): tiles are staged as
+// f16. A K or V block whose largest finite |x| is in [2^-6, 2^15) is staged
+// as it is: f16 holds every bf16 value from 2^-14 to 2^15 exactly, and the
+// smaller ones round to f16 subnormals (spacing 2^-24: an error below 2^-19
+// of the block's largest |x|); one subgroup vote and a shared flag decide it,
+// no barrier. Any other block, and the Q tile always, is staged times a
+// power of two chosen from its largest finite |x| (a max over the workgroup:
+// two more barriers) so that it lands in [2^14, 2^15): exact for every value
+// of at least 2^-28 of the largest, the others within 2^-39 of it. The Q and
+// K scales leave with the scores (folded into the softmax's scale); a scaled
+// V block takes its P·V products alone, each added times the inverse scale.
+// Output rows are rounded to bf16 (to nearest even) from f32, not through
+// f16. Inf and NaN keep their meaning.
 inline constexpr const char* attention_coopmat = R"glsl(
 #extension GL_KHR_shader_subgroup_shuffle : require
 layout(constant_id = 1) const uint D = 64;
@@ -163,12 +164,18 @@ shared uvec4 Ks[BKV * SK];
 shared uvec4 Vs[BKV * SV];
 
 #if KF_BF16
-// bf16 data: staged into shared memory as f16, each tile scaled by a power of
-// two (exact) that brings its largest finite |x| to [2^14, 2^15); the scales
-// leave with the scores (Q, K) and the P·V products (V). bf_red: the largest
-// finite |x| (its bits) of the Q tile, and of the K and V blocks (two slots
-// each, alternating by block).
+// bf16 data: staged into shared memory as f16. A K or V block whose largest
+// finite |x| is in [2^-6, 2^15) is staged as it is (fast path: one subgroup
+// vote and shared flag, no barrier); any other block, and the Q tile, times
+// the power of two (exact) that brings its largest finite |x| to
+// [2^14, 2^15). The scales leave with the scores (Q, K) and the P·V products
+// (V). bf_red: the largest finite |x| (its bits) of the Q tile, and of the K
+// and V blocks on the scaled path (two slots each, alternating by block);
+// bf_flag: K, V blocks (two slots each): bit 0 some |x| >= 2^15, bit 1 some
+// |x| >= 2^-6.
 shared uint bf_red[5];
+shared uint bf_flag[4];
+const uint BF_HI = 0x4700u, BF_LO = 0x3c80u;  // the bits of 2^15 and 2^-6
 // The largest finite |x| of 8 bf16 values, as bits (0 for none).
 uint bf_absmax(uvec4 w) {
   uint m = 0u;
@@ -178,12 +185,20 @@ uint bf_absmax(uvec4 w) {
   }
   return m;
 }
+// This invocation's part of a block: bit 0 if some |x| >= 2^15, bit 1 if some |x| >= 2^-6.
+uint bf_flags(uint m) { return (m >= BF_HI ? 1u : 0u) | (m >= BF_LO ? 2u : 0u); }
 // log2 of the scale for a tile whose largest finite |x| has bits m: x < 2^(E-126) for exponent field E.
 int bf_shift(uint m) { return m == 0u ? 0 : clamp(141 - int(m >> 7), -126, 126); }
 // 8 bf16 values times 2^s as 8 halves (exact for the tile's values of at least 2^-28 of its max; Inf, NaN kept).
 uvec4 bf_to_f16(uvec4 w, float s) {
   uvec4 r;
   [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(uintBitsToFloat(uvec2(w[i] << 16, w[i] & 0xffff0000u)) * s);
+  return r;
+}
+// The same with no scale.
+uvec4 bf_to_f16_1(uvec4 w) {
+  uvec4 r;
+  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(uintBitsToFloat(uvec2(w[i] << 16, w[i] & 0xffff0000u)));
   return r;
 }
 // Element h (0..7) of a uvec4 of bf16 as float; the largest finite value.
@@ -218,7 +233,10 @@ void main() {
 
   // bf16: the Q tile's scale (and the K, V slots zeroed).
 #if KF_BF16
-  if (t == 0u) bf_red[0] = bf_red[1] = bf_red[2] = bf_red[3] = bf_red[4] = 0u;
+  if (t == 0u) {
+    bf_red[0] = bf_red[1] = bf_red[2] = bf_red[3] = bf_red[4] = 0u;
+    bf_flag[0] = bf_flag[1] = bf_flag[2] = bf_flag[3] = 0u;
+  }
   barrier();
   {
     uint mq = 0u;
@@ -322,24 +340,44 @@ void main() {
   for (uint jb = 0; jb < nkb; ++jb) {
     const uint j0 = jb * BKV;
 #if KF_BF16
-    {  // the block's scale: the largest |x| over the workgroup (the other slot is zeroed for the next block)
+    // Fast path: staged as it is; the flags say whether the block needs a scale
+    // (the other slots are zeroed for the next block).
+    {
       uint mk = 0u;
-      [[unroll]] for (uint e = 0; e < NK; ++e) mk = max(mk, bf_absmax(rk[e]));  // zero past the block
+      [[unroll]] for (uint e = 0; e < NK; ++e) {
+        uint i = t + e * WG;
+        mk = max(mk, bf_absmax(rk[e]));  // zero past the block
+        if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = bf_to_f16_1(rk[e]);
+      }
+      const uint fl = subgroupOr(bf_flags(mk));
+      if (lane == 0u && fl != 0u) atomicOr(bf_flag[jb & 1u], fl);
+      if (t == 0u) bf_flag[(jb + 1u) & 1u] = bf_red[1u + ((jb + 1u) & 1u)] = 0u;
+    }
+    barrier();
+    int sk = 0;
+    if (bf_flag[jb & 1u] != 2u) {  // some |x| >= 2^15, or none >= 2^-6: staged again, scaled (uniform)
+      uint mk = 0u;
+      [[unroll]] for (uint e = 0; e < NK; ++e) mk = max(mk, bf_absmax(rk[e]));
       mk = subgroupMax(mk);
       if (lane == 0u) atomicMax(bf_red[1u + (jb & 1u)], mk);
-      if (t == 0u) bf_red[1u + ((jb + 1u) & 1u)] = 0u;
+      barrier();
+      sk = bf_shift(bf_red[1u + (jb & 1u)]);
+      const float ks = exp2(float(sk));
+      [[unroll]] for (uint e = 0; e < NK; ++e) {
+        uint i = t + e * WG;
+        if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = bf_to_f16(rk[e], ks);
+      }
+      barrier();
     }
-    barrier();
-    const int sk = bf_shift(bf_red[1u + (jb & 1u)]);
 #else
-    const int sk = 0;
-#endif
-    const float ks = exp2(float(sk)), cb = c2 * exp2(-float(sq)) * exp2(-float(sk));  // cb: c2 for the scaled scores
     [[unroll]] for (uint e = 0; e < NK; ++e) {
       uint i = t + e * WG;
-      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = KF_CVT(rk[e], ks);
+      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = rk[e];
     }
     barrier();
+    const int sk = 0;
+#endif
+    const float cb = c2 * exp2(-float(sq)) * exp2(-float(sk));  // c2 for the scaled scores
     FETCH_V(j0)
 
     // S = Q·Kᵀ for every fragment of the block: no branches around the
@@ -407,25 +445,42 @@ void main() {
     }
 
 #if KF_BF16
-    {  // the V block's scale, 1 while its largest |x| is in [2^-14, 2^15) (no scaled products then)
+    {  // as K's block (fast path, flags)
+      uint mv = 0u;
+      [[unroll]] for (uint e = 0; e < NV; ++e) {
+        uint i = t + e * WG;
+        mv = max(mv, bf_absmax(rv[e]));
+        if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = bf_to_f16_1(rv[e]);
+      }
+      const uint fl = subgroupOr(bf_flags(mv));
+      if (lane == 0u && fl != 0u) atomicOr(bf_flag[2u + (jb & 1u)], fl);
+      if (t == 0u) bf_flag[2u + ((jb + 1u) & 1u)] = bf_red[3u + ((jb + 1u) & 1u)] = 0u;
+    }
+    barrier();
+    int sv = 0;
+    if (bf_flag[2u + (jb & 1u)] != 2u) {  // staged again, scaled; its P·V products are added rescaled
       uint mv = 0u;
       [[unroll]] for (uint e = 0; e < NV; ++e) mv = max(mv, bf_absmax(rv[e]));
       mv = subgroupMax(mv);
       if (lane == 0u) atomicMax(bf_red[3u + (jb & 1u)], mv);
-      if (t == 0u) bf_red[3u + ((jb + 1u) & 1u)] = 0u;
+      barrier();
+      sv = bf_shift(bf_red[3u + (jb & 1u)]);
+      const float vsc = exp2(float(sv));
+      [[unroll]] for (uint e = 0; e < NV; ++e) {
+        uint i = t + e * WG;
+        if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = bf_to_f16(rv[e], vsc);
+      }
+      barrier();
     }
-    barrier();
-    const uint mvb = bf_red[3u + (jb & 1u)];
-    const int sv = mvb == 0u || (mvb >> 7 >= 113u && mvb >> 7 <= 141u) ? 0 : bf_shift(mvb);
 #else
-    const int sv = 0;
-#endif
-    const float vsc = exp2(float(sv)), vinv = exp2(-float(sv));
     [[unroll]] for (uint e = 0; e < NV; ++e) {
       uint i = t + e * WG;
-      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = KF_CVT(rv[e], vsc);
+      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = rv[e];
     }
     barrier();
+    const int sv = 0;
+#endif
+    const float vinv = exp2(-float(sv));
     if (jb + 1 < nkb) { FETCH_K(j0 + BKV) }
     // Masked keys have p = 0, but 0·Inf is NaN on the tensor cores: where a
     // block holds keys at or past this subgroup's first row, those fragments'
