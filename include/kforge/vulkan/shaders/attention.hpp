@@ -335,48 +335,52 @@ void main() {
             o[f * NDV + dv] = coopMatMulAddNV(pf[f * NKF + n], vf, o[f * NDV + dv]);        \
           }                                                                                 \
       }
+  // Registers R[0..N) (rows of W uvec4) → shared SH (row stride ST), then a
+  // barrier. bf16: staged as f16 as they are, the flags of slot FS saying
+  // whether the block needs a scale (a finite |x| >= 2^15, or none >= 2^-6;
+  // decided by one subgroup vote, uniform over the workgroup after the
+  // barrier); if so staged again times 2^SHIFT from the block's largest
+  // finite |x| (max slot RS). The other block's slots are zeroed for the next.
+#if KF_BF16
+  #define STAGE(R, N, W, SH, ST, FS, RS, SHIFT)                                                 \
+    {                                                                                           \
+      uint m_ = 0u;                                                                             \
+      [[unroll]] for (uint e = 0; e < N; ++e) {                                                 \
+        uint i = t + e * WG;                                                                    \
+        m_ = max(m_, bf_absmax(R[e]));                                                          \
+        if (i < BKV * W) SH[(i / W) * ST + i % W] = bf_to_f16_1(R[e]);                          \
+      }                                                                                         \
+      const uint fl_ = subgroupOr(bf_flags(m_));                                                \
+      if (lane == 0u && fl_ != 0u) atomicOr(bf_flag[FS + (jb & 1u)], fl_);                      \
+      if (t == 0u) bf_flag[FS + ((jb + 1u) & 1u)] = bf_red[RS + ((jb + 1u) & 1u)] = 0u;         \
+      barrier();                                                                                \
+      if (bf_flag[FS + (jb & 1u)] != 2u) {                                                      \
+        m_ = subgroupMax(m_);                                                                   \
+        if (lane == 0u) atomicMax(bf_red[RS + (jb & 1u)], m_);                                  \
+        barrier();                                                                              \
+        SHIFT = bf_shift(bf_red[RS + (jb & 1u)]);                                               \
+        const float s_ = exp2(float(SHIFT));                                                    \
+        [[unroll]] for (uint e = 0; e < N; ++e) {                                               \
+          uint i = t + e * WG;                                                                  \
+          if (i < BKV * W) SH[(i / W) * ST + i % W] = bf_to_f16(R[e], s_);                      \
+        }                                                                                       \
+        barrier();                                                                              \
+      }                                                                                         \
+    }
+#else
+  #define STAGE(R, N, W, SH, ST, FS, RS, SHIFT)                                                 \
+    [[unroll]] for (uint e = 0; e < N; ++e) {                                                   \
+      uint i = t + e * WG;                                                                      \
+      if (i < BKV * W) SH[(i / W) * ST + i % W] = R[e];                                         \
+    }                                                                                           \
+    barrier();
+#endif
   bool vbad = false;  // a V value of a key in [qw, qw + RW) was not finite (and was zeroed)
   if (nkb > 0u) { FETCH_K(0u) }
   for (uint jb = 0; jb < nkb; ++jb) {
     const uint j0 = jb * BKV;
-#if KF_BF16
-    // Fast path: staged as it is; the flags say whether the block needs a scale
-    // (the other slots are zeroed for the next block).
-    {
-      uint mk = 0u;
-      [[unroll]] for (uint e = 0; e < NK; ++e) {
-        uint i = t + e * WG;
-        mk = max(mk, bf_absmax(rk[e]));  // zero past the block
-        if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = bf_to_f16_1(rk[e]);
-      }
-      const uint fl = subgroupOr(bf_flags(mk));
-      if (lane == 0u && fl != 0u) atomicOr(bf_flag[jb & 1u], fl);
-      if (t == 0u) bf_flag[(jb + 1u) & 1u] = bf_red[1u + ((jb + 1u) & 1u)] = 0u;
-    }
-    barrier();
-    int sk = 0;
-    if (bf_flag[jb & 1u] != 2u) {  // some |x| >= 2^15, or none >= 2^-6: staged again, scaled (uniform)
-      uint mk = 0u;
-      [[unroll]] for (uint e = 0; e < NK; ++e) mk = max(mk, bf_absmax(rk[e]));
-      mk = subgroupMax(mk);
-      if (lane == 0u) atomicMax(bf_red[1u + (jb & 1u)], mk);
-      barrier();
-      sk = bf_shift(bf_red[1u + (jb & 1u)]);
-      const float ks = exp2(float(sk));
-      [[unroll]] for (uint e = 0; e < NK; ++e) {
-        uint i = t + e * WG;
-        if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = bf_to_f16(rk[e], ks);
-      }
-      barrier();
-    }
-#else
-    [[unroll]] for (uint e = 0; e < NK; ++e) {
-      uint i = t + e * WG;
-      if (i < BKV * D8) Ks[(i / D8) * SK + i % D8] = rk[e];
-    }
-    barrier();
-    const int sk = 0;
-#endif
+    int sk = 0;  // bf16: the block's scale (log2)
+    STAGE(rk, NK, D8, Ks, SK, 0u, 1u, sk)
     const float cb = c2 * exp2(-float(sq)) * exp2(-float(sk));  // c2 for the scaled scores
     FETCH_V(j0)
 
@@ -444,42 +448,8 @@ void main() {
       }
     }
 
-#if KF_BF16
-    {  // as K's block (fast path, flags)
-      uint mv = 0u;
-      [[unroll]] for (uint e = 0; e < NV; ++e) {
-        uint i = t + e * WG;
-        mv = max(mv, bf_absmax(rv[e]));
-        if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = bf_to_f16_1(rv[e]);
-      }
-      const uint fl = subgroupOr(bf_flags(mv));
-      if (lane == 0u && fl != 0u) atomicOr(bf_flag[2u + (jb & 1u)], fl);
-      if (t == 0u) bf_flag[2u + ((jb + 1u) & 1u)] = bf_red[3u + ((jb + 1u) & 1u)] = 0u;
-    }
-    barrier();
     int sv = 0;
-    if (bf_flag[2u + (jb & 1u)] != 2u) {  // staged again, scaled; its P·V products are added rescaled
-      uint mv = 0u;
-      [[unroll]] for (uint e = 0; e < NV; ++e) mv = max(mv, bf_absmax(rv[e]));
-      mv = subgroupMax(mv);
-      if (lane == 0u) atomicMax(bf_red[3u + (jb & 1u)], mv);
-      barrier();
-      sv = bf_shift(bf_red[3u + (jb & 1u)]);
-      const float vsc = exp2(float(sv));
-      [[unroll]] for (uint e = 0; e < NV; ++e) {
-        uint i = t + e * WG;
-        if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = bf_to_f16(rv[e], vsc);
-      }
-      barrier();
-    }
-#else
-    [[unroll]] for (uint e = 0; e < NV; ++e) {
-      uint i = t + e * WG;
-      if (i < BKV * DV8) Vs[(i / DV8) * SV + i % DV8] = rv[e];
-    }
-    barrier();
-    const int sv = 0;
-#endif
+    STAGE(rv, NV, DV8, Vs, SV, 2u, 3u, sv)
     const float vinv = exp2(-float(sv));
     if (jb + 1 < nkb) { FETCH_K(j0 + BKV) }
     // Masked keys have p = 0, but 0·Inf is NaN on the tensor cores: where a
