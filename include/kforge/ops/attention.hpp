@@ -148,7 +148,7 @@ struct attention_entry<Derived, op::attention<T>> {
 /// rounds P to bf16, 8 times coarser); the CPU backends compute bf16 in f32.
 /// f32 keeps its numbers.
 /// tests/validate_suite.cpp checks that a kernel rounding P to f16 passes the
-/// f16 suite and that a dropped scale, a causal mask off by one, a missing
+/// f16 and bf16 suites and that a dropped scale, a causal mask off by one, a missing
 /// key and a missing row still fail it.
 inline tolerance attention_tolerance(dtype d, index_t dim, index_t keys) {
   const double t = dot_error(dim) + 4 * epsilon_of(dtype::f32) * std::sqrt(static_cast<double>(keys));
