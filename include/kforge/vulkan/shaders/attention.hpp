@@ -192,25 +192,23 @@ int bf_shift(uint m) { return m == 0u ? 0 : clamp(141 - int(m >> 7), -126, 126);
 // 8 bf16 values times 2^s as 8 halves (exact for the tile's values of at least 2^-28 of its max; Inf, NaN kept).
 uvec4 bf_to_f16(uvec4 w, float s) {
   uvec4 r;
-  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(uintBitsToFloat(uvec2(w[i] << 16, w[i] & 0xffff0000u)) * s);
+  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(kf_unpack2(w[i]) * s);
   return r;
 }
 // The same with no scale.
 uvec4 bf_to_f16_1(uvec4 w) {
   uvec4 r;
-  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(uintBitsToFloat(uvec2(w[i] << 16, w[i] & 0xffff0000u)));
+  [[unroll]] for (int i = 0; i < 4; ++i) r[i] = packHalf2x16(kf_unpack2(w[i]));
   return r;
 }
-// Element h (0..7) of a uvec4 of bf16 as float; the largest finite value.
-float elem_of(uvec4 v, uint h) { return uintBitsToFloat(((v[h / 2u] >> (16u * (h % 2u))) & 0xffffu) << 16); }
-const float KF_VMAX = 3.4028234663852886e38;
+const float KF_VMAX = 3.4028234663852886e38;  // the largest finite value
 #define KF_CVT(w, s) bf_to_f16(w, s)
 #else
-// Half h (0..7) of a uvec4 as float; the largest finite value.
-float elem_of(uvec4 v, uint h) { return unpackHalf2x16(v[h / 2u])[h % 2u]; }
 const float KF_VMAX = 65504.0;
 #define KF_CVT(w, s) (w)
 #endif
+// Element h (0..7) of a uvec4 of the data's type as float.
+float elem_of(uvec4 v, uint h) { return kf_unpack2(v[h / 2u])[h % 2u]; }
 
 void main() {
   const uint t = gl_LocalInvocationID.x, warp = gl_SubgroupID, lane = gl_SubgroupInvocationID;
