@@ -243,6 +243,105 @@ TEST_CASE("vulkan stream: gemm -> gelu -> layer_norm in one submission, barriers
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("vulkan stream: flush() submits parts while recording goes on; results, timings and replay as one part") {
+  KFT_NEED_DEVICE();
+  const index_t n = 4099;
+  auto xf = random_floats(n, 11, -3, 3);
+  vulkan::device_tensor<float> x(*ctx, {n}), y(*ctx, {n}), z(*ctx, {n}), w(*ctx, {n});
+  vulkan::stream s(*ctx);
+  s.flush();  // nothing recorded: nothing submitted
+  CHECK(s.part_count() == 0);
+  x.record_upload(s, make_view(xf, {n}));
+  vulkan::record(s, op::unary<float, fn::neg>{}, x, y);
+  CHECK(s.part_commands() == 2);
+  s.flush();  // the upload and the neg run while the rest is recorded
+  CHECK(s.part_count() == 2);
+  CHECK(s.part_commands() == 0);
+  s.flush();  // an empty part is not submitted
+  CHECK(s.part_count() == 2);
+  vulkan::record(s, op::unary<float, fn::abs>{}, y, z);  // reads what the first part wrote: a barrier in this part
+  CHECK(s.barrier_count() == 2);
+  s.flush();
+  vulkan::record(s, op::binary<float, binop::add>{}, z, x, w);
+  const void* got = w.record_download(s);
+  s.run();
+  CHECK(s.part_count() == 3);
+  CHECK(s.flush_count() == 2);
+  CHECK(s.submit_count() == 1);
+  auto expect = [&](const float* v) {
+    int wrong = 0;
+    for (index_t i = 0; i < n; ++i) wrong += v[i] != std::fabs(xf[static_cast<std::size_t>(i)]) + xf[static_cast<std::size_t>(i)];
+    return wrong;
+  };
+  CHECK(expect(static_cast<const float*>(got)) == 0);
+  if (ctx->info().timestamps) {
+    const auto t = s.timings();
+    REQUIRE(t.size() == 5);  // upload, neg, abs, add, download
+    double longest = 0;
+    for (const auto& d : t) {
+      CHECK(d.ms >= 0);
+      longest = std::max(longest, d.ms);
+    }
+    CHECK(s.gpu_span_ms() >= longest);  // the span, first command to last, holds each timed one
+  } else {
+    CHECK(s.gpu_span_ms() == -1);
+  }
+  CHECK_THROWS_AS(s.flush(), argument_error);  // submitted: reset() first
+  // Replay: every part again (the recorded upload included), in one submission; w cleared in between.
+  const std::vector<float> cleared(static_cast<std::size_t>(n), -1.0f);
+  w.upload(make_view(cleared, {n}));
+  s.run();
+  CHECK(s.submit_count() == 2);
+  std::vector<float> again = w.to_vector();
+  CHECK(expect(again.data()) == 0);
+  // reset() waits for flushed parts of an abandoned recording and records anew.
+  s.reset();
+  vulkan::record(s, op::unary<float, fn::neg>{}, x, y);
+  s.flush();
+  s.reset();
+  CHECK(s.part_count() == 0);
+  vulkan::record(s, op::unary<float, fn::abs>{}, x, y);
+  s.run();
+  const auto ya = y.to_vector();
+  for (index_t i = 0; i < n; ++i) CHECK(ya[static_cast<std::size_t>(i)] == std::fabs(xf[static_cast<std::size_t>(i)]));
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan waits that poll before sleeping (spin_us) give the same results; KFORGE_VK_SPIN_US is checked") {
+  KFT_NEED_DEVICE();
+  CHECK((ctx->info().type == "cpu" ? ctx->spin().count() == 0 : ctx->spin().count() == 20000));
+  vulkan::context_options o;
+  o.validation = ctx->validation_enabled() ? 1 : 0;
+  o.cache_dir = kft::test_cache_dir();
+  o.spin_us = 200000;
+  vulkan::context c(o);
+  CHECK(c.spin().count() == 200000);
+  const index_t n = 5000;
+  auto xf = random_floats(n, 13, -3, 3);
+  auto x = vulkan::device_tensor<float>::from_host(c, make_view(xf, {n}));
+  vulkan::device_tensor<float> y(c, {n});
+  for (int rep = 0; rep < 3; ++rep) {
+    vulkan::stream s(c);
+    vulkan::record(s, op::unary<float, fn::neg>{}, x, y);
+    s.flush();
+    vulkan::record(s, op::unary<float, fn::abs>{}, y, y);
+    s.run();
+    const auto got = y.to_vector();
+    int wrong = 0;
+    for (index_t i = 0; i < n; ++i) wrong += got[static_cast<std::size_t>(i)] != std::fabs(xf[static_cast<std::size_t>(i)]);
+    CHECK(wrong == 0);
+  }
+  c.set_spin(std::chrono::microseconds(0));
+  CHECK(c.spin().count() == 0);
+  CHECK(c.validation_message_count() == 0);
+  o.spin_us = -1;
+  ::setenv("KFORGE_VK_SPIN_US", "soon", 1);
+  CHECK_THROWS_AS(vulkan::context{o}, argument_error);
+  ::setenv("KFORGE_VK_SPIN_US", "7", 1);
+  CHECK(vulkan::context{o}.spin().count() == 7);
+  ::unsetenv("KFORGE_VK_SPIN_US");
+}
+
 TEST_CASE("vulkan stream: dispatches recorded after time_dispatches(false) are not timed, the others keep their times") {
   KFT_NEED_DEVICE();
   const index_t n = 1000;

@@ -76,6 +76,12 @@ struct context_options {
   /// f16 tensors are refused and bf16 host data runs as f32 (device_dtype).
   /// For testing that fallback on any device.
   bool use_16bit_storage = true;
+  /// How long stream::wait() polls the fence (yielding) before it sleeps in
+  /// vkWaitForFences, in microseconds: a thread woken from sleep when the GPU
+  /// finishes can take a tenth of a millisecond to run again (as CUDA, which
+  /// spins by default, avoids). -1: KFORGE_VK_SPIN_US, else 20000 on a GPU and
+  /// 0 on a CPU implementation (whose own threads the polling would slow).
+  long long spin_us = -1;
 };
 
 namespace detail {
@@ -107,6 +113,8 @@ class context {
           o.device_index = static_cast<int>(env_number("KFORGE_VK_DEVICE", number_range{0, 65535, false, true}, 0));
         else o.device_name = s;
       }
+    if (o.spin_us < 0 && std::getenv("KFORGE_VK_SPIN_US"))
+      o.spin_us = static_cast<long long>(env_number("KFORGE_VK_SPIN_US", number_range{0, 1e7, false, true}, 0));
     if (o.block_mib == 0)
       o.block_mib = static_cast<std::uint32_t>(env_number("KFORGE_VK_BLOCK_MIB", number_range{1, 1 << 20, false, true}, 64));
     return o;
@@ -116,6 +124,7 @@ class context {
     inst_ = std::make_unique<detail::instance_holder>(opt_.validation == 1);
     try {
       pick_device();
+      if (opt_.spin_us < 0) opt_.spin_us = info_.type == "cpu" ? 0 : 20000;
       create_device();
     } catch (...) {
       inst_->destroy(false);
@@ -153,6 +162,9 @@ class context {
   const std::shared_ptr<device_state>& state() const { return state_; }
   std::chrono::milliseconds timeout() const { return opt_.timeout; }
   void set_timeout(std::chrono::milliseconds t) { opt_.timeout = t; }
+  /// How long a wait polls before it sleeps (context_options::spin_us).
+  std::chrono::microseconds spin() const { return std::chrono::microseconds(opt_.spin_us); }
+  void set_spin(std::chrono::microseconds s) { opt_.spin_us = s.count() < 0 ? 0 : s.count(); }
   bool validation_enabled() const { return inst_->validation; }
   /// Whether the device was created with robustBufferAccess (options.robust_buffer_access).
   bool robust_buffer_access() const { return robust_; }

@@ -7,8 +7,20 @@
 // then (WAR), gets one global memory barrier first. Independent dispatches
 // run without barriers between them.
 //
-// Timestamps: when the queue supports them, a timestamp is written before and
-// after every dispatch and copy (up to 256 per recording); timings() turns
+// Waiting: wait() polls the fence for the context's spin() (20 ms on a GPU
+// by default) before it sleeps in vkWaitForFences with the timeout.
+//
+// Submitting in parts: flush() submits what is recorded so far and goes on
+// recording into a further command buffer, so the GPU runs the first ops of
+// a long recording while the host records the rest (a model step records
+// for a few hundred microseconds). The parts keep the recording's order and
+// barriers (a barrier orders against everything earlier in submission
+// order, across submissions); submit() sends the last part; wait() waits for
+// all of them; a replay submits every part again, in one vkQueueSubmit.
+//
+// Timestamps: when the queue supports them, a timestamp is written at the
+// start and the end of the recording (gpu_span_ms) and before and after
+// every dispatch and copy (up to 256 per recording); timings() turns
 // them into milliseconds after wait(). time_dispatches(false) before recording
 // leaves them out: each pair costs a replayed chain of small dispatches time
 // (see docs/PERFORMANCE.md, replay).
@@ -29,6 +41,7 @@
 #include <chrono>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kforge/vulkan/context.hpp"
@@ -60,19 +73,12 @@ class stream {
     VkCommandPool pool;
     check(vkCreateCommandPool(st->device, &pi, nullptr, &pool), "vkCreateCommandPool");
     pool_ = device_owned(st, pool, vkDestroyCommandPool);
-    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
-    ai.commandPool = pool;
-    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
-    ai.commandBufferCount = 1;
-    check(vkAllocateCommandBuffers(st->device, &ai, &cmd_), "vkAllocateCommandBuffers");
-    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    VkFence fence;
-    check(vkCreateFence(st->device, &fi, nullptr, &fence), "vkCreateFence");
-    fence_ = device_owned(st, fence, vkDestroyFence);
+    add_part();
+    cmd_ = parts_[0].cmd;
     if (ctx.info().timestamps) {
       VkQueryPoolCreateInfo qi{VK_STRUCTURE_TYPE_QUERY_POOL_CREATE_INFO};
       qi.queryType = VK_QUERY_TYPE_TIMESTAMP;
-      qi.queryCount = 2 * max_timed;
+      qi.queryCount = 2 * max_timed + 2;  // + the recording's span (gpu_span_ms)
       VkQueryPool qp;
       check(vkCreateQueryPool(st->device, &qi, nullptr, &qp), "vkCreateQueryPool");
       queries_ = device_owned(st, qp, vkDestroyQueryPool);
@@ -126,6 +132,7 @@ class stream {
     const auto q = static_cast<std::uint32_t>(2 * timed_count_);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     if (groups[0] && groups[1] && groups[2]) vkCmdDispatch(cmd_, groups[0], groups[1], groups[2]);
+    ++part_commands_;
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, queries_.get(), q + 1);
     timed_count_ += timed;
     labels_.push_back({std::move(label), timed});
@@ -141,6 +148,7 @@ class stream {
     const auto q = static_cast<std::uint32_t>(2 * timed_count_);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     vkCmdCopyBuffer(cmd_, src.buffer, dst.buffer, 1, &region);
+    ++part_commands_;
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
     timed_count_ += timed;
     labels_.push_back({"copy " + std::to_string(bytes) + " B", timed, true});
@@ -161,6 +169,7 @@ class stream {
     const auto q = static_cast<std::uint32_t>(2 * timed_count_);
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), q);
     vkCmdFillBuffer(cmd_, dst.buffer, dst.offset, bytes, word);
+    ++part_commands_;
     if (timed) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TRANSFER_BIT, queries_.get(), q + 1);
     timed_count_ += timed;
     labels_.push_back({"fill " + std::to_string(bytes) + " B", timed, true});
@@ -186,10 +195,11 @@ class stream {
   }
 
   /// Ends recording (first time) and submits. A recorded stream can be
-  /// submitted again after wait(): that is a replay.
+  /// submitted again after wait(): that is a replay (every part of it).
   void submit() {
     ctx_->ensure_usable();
-    if (in_flight_) throw argument_error("kforge::vulkan::stream: submit() while the previous submission is in flight");
+    if (!recording_ && in_flight_)
+      throw argument_error("kforge::vulkan::stream: submit() while the previous submission is in flight");
     if (!began_) begin();  // an empty recording still submits (and signals the fence)
     if (recording_) {
       VkMemoryBarrier mb{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
@@ -197,28 +207,54 @@ class stream {
       mb.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
       vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT | VK_PIPELINE_STAGE_TRANSFER_BIT,
                            VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &mb, 0, nullptr, 0, nullptr);
+      if (queries_) vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_BOTTOM_OF_PIPE_BIT, queries_.get(), 2 * max_timed + 1);
       check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
       recording_ = false;
+      send(current_, current_ + 1);
+    } else {
+      send(0, current_ + 1);  // a replay: every part, one submission
     }
-    VkFence f = fence_.get();
-    check(vkResetFences(ctx_->device(), 1, &f), "vkResetFences");
-    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
-    si.commandBufferCount = 1;
-    si.pCommandBuffers = &cmd_;
-    const VkResult r = vkQueueSubmit(ctx_->queue(), 1, &si, f);
-    if (r == VK_ERROR_DEVICE_LOST) ctx_->mark_lost();
-    check(r, "vkQueueSubmit");
-    in_flight_ = true;
     ++submits_;
   }
 
-  /// Waits for the submission; throws device_lost on VK_ERROR_DEVICE_LOST or
-  /// when the context's timeout passes (the context is then abandoned).
+  /// Submits the commands recorded since the last flush (if any) and goes
+  /// on recording into a new part: the GPU starts on them while the host
+  /// records the rest. Only while recording (argument_error after submit()).
+  void flush() {
+    if (!recording_) {
+      if (began_) throw argument_error("kforge::vulkan::stream: flush() after submit(); reset() before recording more");
+      return;
+    }
+    if (!part_commands_) return;
+    ctx_->ensure_usable();
+    check(vkEndCommandBuffer(cmd_), "vkEndCommandBuffer");
+    send(current_, current_ + 1);
+    ++current_;
+    if (current_ == parts_.size()) add_part();
+    cmd_ = parts_[current_].cmd;
+    VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+    check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
+    part_commands_ = 0;
+    ++flushes_;
+  }
+
+  /// Waits for the submission (every part submitted); throws device_lost on
+  /// VK_ERROR_DEVICE_LOST or when the context's timeout passes (the context
+  /// is then abandoned).
   void wait() {
     if (!in_flight_) return;
-    VkFence f = fence_.get();
+    std::vector<VkFence> fs;
+    for (auto& p : parts_)
+      if (p.pending) fs.push_back(p.fence.get());
+    if (const auto spin = ctx_->spin(); spin.count() > 0 && !fs.empty()) {
+      // Poll the last part's fence (parts complete in submission order) before sleeping.
+      const auto until = std::chrono::steady_clock::now() + spin;
+      while (vkGetFenceStatus(ctx_->device(), fs.back()) == VK_NOT_READY && std::chrono::steady_clock::now() < until)
+        std::this_thread::yield();
+    }
     const auto ns = static_cast<std::uint64_t>(ctx_->timeout().count()) * 1000000ull;
-    const VkResult r = vkWaitForFences(ctx_->device(), 1, &f, VK_TRUE, ns);
+    const VkResult r = vkWaitForFences(ctx_->device(), static_cast<std::uint32_t>(fs.size()), fs.data(), VK_TRUE, ns);
+    for (auto& p : parts_) p.pending = false;
     if (r == VK_TIMEOUT || r == VK_ERROR_DEVICE_LOST) {
       ctx_->mark_lost();
       in_flight_ = false;
@@ -232,6 +268,7 @@ class stream {
     }
     check(r, "vkWaitForFences");
     in_flight_ = false;
+    if (recording_) return;  // parts flushed from a recording still going on: its checks run after submit()
     for (const auto& c : checks_) c();
   }
 
@@ -244,7 +281,11 @@ class stream {
   /// Drops the recording and the temporaries; the stream can record anew.
   void reset() {
     wait();
-    if (began_) check(vkResetCommandBuffer(cmd_, 0), "vkResetCommandBuffer");
+    if (began_)
+      for (std::size_t i = 0; i <= current_; ++i) check(vkResetCommandBuffer(parts_[i].cmd, 0), "vkResetCommandBuffer");
+    current_ = 0;
+    cmd_ = parts_[0].cmd;
+    part_commands_ = 0;
     began_ = recording_ = false;
     labels_.clear();
     timed_count_ = 0;
@@ -276,10 +317,29 @@ class stream {
     return out;
   }
 
+  /// GPU time from the start of the last completed submission's first
+  /// command to the end of its last (gaps between dispatches, overlap and
+  /// waits for later parts included); -1 without timestamps. Two timestamps
+  /// per recording, written whether or not dispatches are timed.
+  double gpu_span_ms() const {
+    if (!queries_ || !submits_ || in_flight_) return -1;
+    std::array<std::uint64_t, 2> ts{};
+    check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 2 * max_timed, 2, sizeof ts, ts.data(), 8,
+                                VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),
+          "vkGetQueryPoolResults");
+    return static_cast<double>(ts[1] - ts[0]) * ctx_->info().timestamp_period_ns * 1e-6;
+  }
+
   std::size_t dispatch_count() const { return labels_.size() - copies_; }
   std::size_t barrier_count() const { return barriers_; }
   std::size_t copy_count() const { return copies_; }
   std::size_t submit_count() const { return submits_; }
+  /// flush() calls that submitted a part, since construction.
+  std::size_t flush_count() const { return flushes_; }
+  /// Commands recorded into the part not yet submitted.
+  std::size_t part_commands() const { return part_commands_; }
+  /// Parts of the current recording (1 + its flushes).
+  std::size_t part_count() const { return began_ ? current_ + 1 : 0; }
 
  private:
   struct label_rec {
@@ -288,13 +348,53 @@ class stream {
     bool transfer = false;
   };
 
+  struct part {
+    VkCommandBuffer cmd = VK_NULL_HANDLE;  // freed with the pool
+    unique_handle<VkFence> fence;
+    bool pending = false;  // submitted, not yet waited for
+  };
+
+  void add_part() {
+    const auto& st = ctx_->state();
+    part p;
+    VkCommandBufferAllocateInfo ai{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+    ai.commandPool = pool_.get();
+    ai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    ai.commandBufferCount = 1;
+    check(vkAllocateCommandBuffers(st->device, &ai, &p.cmd), "vkAllocateCommandBuffers");
+    VkFenceCreateInfo fi{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+    VkFence fence;
+    check(vkCreateFence(st->device, &fi, nullptr, &fence), "vkCreateFence");
+    p.fence = device_owned(st, fence, vkDestroyFence);
+    parts_.push_back(std::move(p));
+  }
+
+  /// Submits parts [from, to) in one vkQueueSubmit, signalling the last one's fence.
+  void send(std::size_t from, std::size_t to) {
+    VkFence f = parts_[to - 1].fence.get();
+    check(vkResetFences(ctx_->device(), 1, &f), "vkResetFences");
+    std::vector<VkCommandBuffer> cmds;
+    for (std::size_t i = from; i < to; ++i) cmds.push_back(parts_[i].cmd);
+    VkSubmitInfo si{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+    si.commandBufferCount = static_cast<std::uint32_t>(cmds.size());
+    si.pCommandBuffers = cmds.data();
+    const VkResult r = vkQueueSubmit(ctx_->queue(), 1, &si, f);
+    if (r == VK_ERROR_DEVICE_LOST) ctx_->mark_lost();
+    check(r, "vkQueueSubmit");
+    parts_[to - 1].pending = true;
+    in_flight_ = true;
+  }
+
   void begin() {
     if (!recording_ && began_)
       throw argument_error("kforge::vulkan::stream: already submitted; reset() before recording more");
     if (began_) return;
     VkCommandBufferBeginInfo bi{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
     check(vkBeginCommandBuffer(cmd_, &bi), "vkBeginCommandBuffer");
-    if (queries_) vkCmdResetQueryPool(cmd_, queries_.get(), 0, 2 * max_timed);
+    if (queries_) {
+      vkCmdResetQueryPool(cmd_, queries_.get(), 0, 2 * max_timed + 2);
+      vkCmdWriteTimestamp(cmd_, VK_PIPELINE_STAGE_TOP_OF_PIPE_BIT, queries_.get(), 2 * max_timed);
+    }
     began_ = recording_ = true;
   }
 
@@ -326,8 +426,10 @@ class stream {
 
   context* ctx_;
   unique_handle<VkCommandPool> pool_;
-  VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // freed with the pool
-  unique_handle<VkFence> fence_;
+  std::deque<part> parts_;                // deque: add_part keeps the others in place
+  std::size_t current_ = 0;               // the part being recorded (or the last one, once submitted)
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // parts_[current_].cmd
+  std::size_t part_commands_ = 0;         // commands recorded into the current part
   unique_handle<VkQueryPool> queries_;
   bool began_ = false, recording_ = false, in_flight_ = false, time_ = true;
   std::size_t timed_count_ = 0;
@@ -335,7 +437,7 @@ class stream {
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
   std::vector<std::function<void()>> checks_;
   std::vector<buffer_ref> reads_, writes_;
-  std::size_t barriers_ = 0, copies_ = 0, submits_ = 0;
+  std::size_t barriers_ = 0, copies_ = 0, submits_ = 0, flushes_ = 0;
 };
 
 }  // namespace kforge::vulkan
