@@ -56,6 +56,18 @@ void check_gated() {
   run<P>(op::gated<float>{fn::gelu_tanh}, xv, yv);
   CHECK(y[0] == doctest::Approx(0.5 * (1.0 + std::tanh(0.7978845608028654 * 1.044715)) * 2.0).epsilon(1e-5));
 
+  // F a multiple of 4 (the Vulkan kernel's vector path), rows not filling a workgroup's vectors.
+  const index_t rows = 3, f = 12;
+  std::vector<float> xw(static_cast<std::size_t>(rows * 2 * f)), yw(static_cast<std::size_t>(rows * f), -7.0f);
+  for (std::size_t i = 0; i < xw.size(); ++i) xw[i] = static_cast<float>(static_cast<int>(i * 37 % 23) - 11) / 4.0f;
+  run<P>(op::gated<float>{fn::silu}, tensor_view<const float>(xw.data(), shape{rows, 2 * f}),
+         tensor_view<float>(yw.data(), shape{rows, f}));
+  for (index_t r = 0; r < rows; ++r)
+    for (index_t j = 0; j < f; ++j) {
+      const double a = xw[static_cast<std::size_t>(r * 2 * f + j)], b = xw[static_cast<std::size_t>(r * 2 * f + f + j)];
+      CHECK(yw[static_cast<std::size_t>(r * f + j)] == doctest::Approx(a / (1.0 + std::exp(-a)) * b).epsilon(1e-5).scale(1e-6));
+    }
+
   const tensor_view<const float> odd(x.data(), shape{1, 7});
   const std::string m1 = message_of<shape_error>([&] { run<P>(op::gated<float>{}, odd, tensor_view<float>(y.data(), shape{1, 3})); });
   CHECK(m1.find("kforge::gated") != std::string::npos);

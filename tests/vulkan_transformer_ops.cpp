@@ -15,6 +15,26 @@ TEST_CASE("vulkan gated: known values and typed errors") {
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("vulkan gated: the vector paths (one and four vectors per invocation) and the scalar path match Eigen") {
+  KFT_NEED_DEVICE();
+  using P = policy::vulkan<policy::wg<32>>;  // wg 32: four vectors per invocation from 131072 vectors of output
+  for (const auto [rows, f] : {std::pair<index_t, index_t>{5, 12}, {257, 2052}, {3, 2051}}) {
+    std::vector<float> x(static_cast<std::size_t>(rows * 2 * f)), got(static_cast<std::size_t>(rows * f)), want(got.size());
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 2654435761u % 4001u) - 2000) / 400.0f;
+    const tensor_view<const float> xv(x.data(), shape{rows, 2 * f});
+    for (fn act : {fn::silu, fn::gelu_tanh}) {
+      run<P>(op::gated<float>{act}, xv, tensor_view<float>(got.data(), shape{rows, f}));
+      run<policy::eigen>(op::gated<float>{act}, xv, tensor_view<float>(want.data(), shape{rows, f}));
+      double worst = 0;
+      for (std::size_t i = 0; i < got.size(); ++i)
+        worst = std::max(worst, std::fabs(double(got[i]) - want[i]) / (1.0 + std::fabs(double(want[i]))));
+      INFO("rows " << rows << ", F " << f << ", " << to_string(act));
+      CHECK(worst <= 1e-5);
+    }
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 TEST_CASE("vulkan kv_append: host views write rows [pos, pos + T) and nothing else; typed errors") {
   KFT_NEED_DEVICE();
   tc::check_kv_append_in_place<policy::vulkan<>, float>();

@@ -99,19 +99,22 @@ inline std::vector<problem> test_problems(dtype t, bool small = false) {
     p.attrs["offset"] = 100;
     p.attrs["base"] = 500000;
   });
-  // gated activations: F odd and not a multiple of any tile; a decode-like single row; rank 3
+  // gated activations: F odd and not a multiple of any tile; a decode-like single row; rank 3; F a
+  // multiple of 4 (the Vulkan kernel's vector path) over rows that leave its last workgroup part-filled
   add("swiglu", small ? "7x34" : "33x514", none);
+  add("swiglu", small ? "5x72" : "37x1032", none);
   add("geglu", small ? "3x5x22" : "2x17x130", none);
   add("geglu_tanh", "1x66", none);
   // kv_append: prefill from row 0 into a longer cache, decode (T = 1) mid-cache, a chunk that ends at Lmax
   add("kv_append", small ? "2x7x3x5,17" : "2x33x3x17,100", none);
   add("kv_append", small ? "3x1x2x9,7" : "3x1x5x33,257", [small](problem& p) { p.attrs["pos"] = small ? 4 : 200; });
   add("kv_append", "1x5x1x7,12", [](problem& p) { p.attrs["pos"] = 7; });
-  // embedding: a batch of sequences (ids [B, T]), a decode step (one id), a one-column table, a one-row table
+  // embedding: a batch of sequences (ids [B, T]), a decode step (one id), a one-column table, a one-row table,
   add("embedding", small ? "257x33,3x17" : "1001x100,7x33", none);
   add("embedding", small ? "100x17,1" : "32003x65,1", none);
   add("embedding", "7x1,100", none);
   add("embedding", "1x5,2x3x9", none);
+  add("embedding", "50x12,3x5", none);  // D a multiple of 4: the Vulkan kernel's vector path
   // topk / argmax: odd rows, k = N, N = 1, k > 64 (several rounds of the GPU kernel's lists), rank 3, few
   // long rows (the split kernel: the sampling case); ties and NaN come from the suite's edge cases
   auto k_is = [](index_t k) { return [k](problem& p) { p.attrs["k"] = static_cast<double>(k); }; };

@@ -26,13 +26,16 @@ inline void record_embedding(stream& s, dtype dt, std::uint32_t wg, index_t v, i
   using namespace detail;
   context& ctx = s.ctx();
   check_wg(ctx, wg, "embedding");
+  const bool vec = d % 4 == 0;
   struct {
     std::uint32_t v, d, n;
-  } pc{u32(v, "V"), u32(d, "D"), u32(n, "ids")};
+  } pc{u32(v, "V"), u32(vec ? d / 4 : d, "D"), u32(n, "ids")};
   u32(v * d, "table elements");
-  const std::uint64_t total = static_cast<std::uint64_t>(u32(n * d, "elements of out"));
-  const auto groups = grid(std::min<std::uint64_t>((total + wg - 1) / wg, 65535ull * 64));
-  const auto& p = ctx.get_pipeline(make_variant("embedding", shaders::embedding, dt, {}), {3, 12, {0}}, {wg});
+  const std::uint64_t total = static_cast<std::uint64_t>(u32(n * d, "elements of out")) / (vec ? 4 : 1);
+  const std::uint64_t per_group = vec ? 4ull * wg : wg;
+  const auto groups = grid(std::min<std::uint64_t>((total + per_group - 1) / per_group, 65535ull * 64));
+  const auto& p =
+      ctx.get_pipeline(make_variant("embedding", shaders::embedding, dt, {{"KF_VEC", vec ? "1" : "0"}}), {3, 12, {0}}, {wg});
   s.dispatch(p, {{table}, {ids}, {out, true}}, &pc, sizeof pc, groups, "embedding");
   if (!checked_ids) return;
   // status[0]: lowest position of a bad id (0xffffffff: none); status[1]: that id.
