@@ -21,7 +21,7 @@ const std::vector<std::string> value_options = {
     "vs", "strategy", "budget", "trials", "device", "roofline", "preset", "layers", "prefill", "decode", "verify-decode",
     "baseline", "compare", "max-slowdown", "time-floor-us", "warmup"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated",
-                                               "no-verify", "no-bucket"};
+                                               "no-verify", "no-bucket", "whole-step"};
 
 /// Every op family's option of this name (a name may serve several families, e.g. --slope).
 std::vector<const cli_option*> family_options(std::string_view name) {

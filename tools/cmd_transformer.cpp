@@ -79,6 +79,11 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   w.field("decode_block_weight_gbps",
           res.decode_block_s > 0 ? res.bytes.block * static_cast<double>(r.cfg.layers) / res.decode_block_s / 1e9 : 0.0);
   if (res.machine_Bps > 0) w.field("machine_copy_gbps", res.machine_Bps / 1e9).field("machine_copy_method", res.bandwidth_method);
+  if (res.prefill_profiled_s > 0) {
+    w.field("prefill_record_s", res.prefill_record_s).field("decode_record_s", res.decode_record_s);
+    w.field("prefill_gpu_span_s", res.prefill_gpu_span_s).field("decode_gpu_span_s", res.decode_gpu_span_s);
+    w.field("prefill_profiled_s", res.prefill_profiled_s).field("decode_profiled_s", res.decode_profiled_s);
+  }
   w.end_object();
   w.key("verification").begin_object().field("run", res.verified);
   if (res.verified) {
@@ -141,10 +146,17 @@ void print_text(const transformer_request& r, const transformer_result& res) {
                 sci(s.e2e_rel).c_str(), sci(s.e2e_bound).c_str(), s.e2e_passed ? "ok" : "FAIL");
   }
   std::cout << "\nprefill: " << r.prefill << " tokens in " << ms(res.prefill_s) << " ms = "
-            << fmt("%.1f", static_cast<double>(r.prefill) / res.prefill_s) << " tokens/s\n";
+            << fmt("%.1f", static_cast<double>(r.prefill) / res.prefill_s) << " tokens/s";
+  if (res.prefill_profiled_s > 0)
+    std::cout << " (host recording " << ms(res.prefill_record_s) << " ms, GPU span " << ms(res.prefill_gpu_span_s) << " ms; "
+              << ms(res.prefill_profiled_s) << " ms with the stage timestamps)";
+  std::cout << "\n";
   if (r.decode > 0) {
     std::cout << "decode:  " << ms(res.decode_s) << " ms/token = " << fmt("%.1f", 1.0 / res.decode_s) << " tokens/s";
     if (res.timing == "gpu") std::cout << " (GPU " << ms(res.decode_stage_s) << " ms/token)";
+    if (res.decode_profiled_s > 0)
+      std::cout << " (host recording " << ms(res.decode_record_s) << " ms, GPU span " << ms(res.decode_gpu_span_s) << " ms; "
+                << ms(res.decode_profiled_s) << " ms with the stage timestamps)";
     std::cout << "\n";
     const double block = res.bytes.block * static_cast<double>(c.layers);
     if (res.decode_block_s > 0) {
@@ -307,6 +319,8 @@ int cmd_transformer(const args& a) {
   r.warm_s = number_option(a.values, "warmup", {0, 60, false, false}, r.warm_s);
   r.verify = !a.has("no-verify");
   r.remeasure_bandwidth = a.has("remeasure-roofline");
+  r.in_parts = !a.has("whole-step");
+  if (!r.in_parts && r.policy != "vulkan") throw usage_error("--whole-step is for --policy vulkan (a CPU step submits nothing)");
   if (r.policy != "vulkan" && r.policy != "eigen" && r.policy != "blocked" && r.policy != "threaded" && r.policy != "autotune" &&
       r.policy != "auto")
     throw usage_error("unknown policy '" + r.policy + "' for transformer (eigen, blocked, threaded, autotune, vulkan)");

@@ -8,7 +8,9 @@
 #include <chrono>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <kforge/model.hpp>
@@ -27,6 +29,8 @@ struct transformer_request {
   /// The warm-up (a prefill and the decode steps) repeats until this many
   /// seconds have passed: a GPU idles at a low clock (docs/DESIGN.md).
   double warm_s = 0;
+  /// Vulkan: submit each step in parts while it is recorded (false: --whole-step).
+  bool in_parts = true;
 };
 
 /// Time of one op of the program: the prefill's call, or a decode step's
@@ -50,6 +54,13 @@ struct transformer_result {
   double decode_s = 0;            ///< one decode step, wall (mean over the steps, median over reps)
   double decode_stage_s = 0;      ///< one decode step, sum of its ops' times (GPU time on Vulkan)
   double decode_block_s = 0;      ///< of which the blocks (layers): what streams the block weights
+  /// Sessions with per-op timestamps (Vulkan): the wall times of the steps
+  /// that took the stage times (the times above ran without), and the host's
+  /// share of the timed steps: from a step's start to its last submission.
+  double prefill_profiled_s = 0, decode_profiled_s = 0;
+  double prefill_record_s = 0, decode_record_s = 0;
+  /// The GPU's span of a timed step, first command to last (gaps and overlap included; < 0: no timestamps).
+  double prefill_gpu_span_s = 0, decode_gpu_span_s = 0;
   model::weight_bytes bytes;      ///< weights, in the dtype as stored where the session runs
   double machine_Bps = 0;         ///< the machine's copy bandwidth (kforge's roofline probe), 0 where not measured
   std::string bandwidth_method;   ///< how and when it was measured
@@ -64,34 +75,39 @@ transformer_result run_transformer_vulkan(const transformer_request& r);
 /// reset(), times()). A step's time runs from its token ids to the sampled
 /// next token: the embedding and the argmax are ops of the step (on Vulkan the
 /// ids' upload and the token's download are part of the step's stream).
+/// A session with per-op GPU timestamps (vulkan_session::profile) runs its
+/// timed repetitions without them, as a program does, then `reps` more with
+/// them for the stage times (their wall times reported apart: *_profiled_s).
 template <class T, class Session>
 void time_session(Session& s, const model::config& c, const transformer_request& r, transformer_result& out) {
+  constexpr bool profiled = requires(Session& x) { x.profile(false); x.host(); };
   const auto ids = model::random_tokens(c, r.prefill + r.decode, 0x6b666f7267651302ull);
   const std::span<const index_t> all(ids);
   model::host_buffer<T> logits(shape{1, c.vocab});
-  std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block;
+  std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block, prefill_prof, decode_prof, prefill_rec, decode_rec,
+      prefill_span, decode_span;
   std::vector<std::vector<double>> pre_t, dec_t;  // [rep][call]
   std::vector<model::stage_time> pre_calls, dec_calls;
-  // rep -1: warm-up. The first one creates pipelines and caches and fills pools (seconds on a cold
-  // cache, with the GPU idle); r.warm_s of repetitions follow it, long enough for a GPU's clocks to rise.
-  std::optional<std::chrono::steady_clock::time_point> warm_start;
-  for (int rep = -1; rep < r.reps; ++rep) {
-    if (rep == 0) {
-      if (!warm_start) warm_start = std::chrono::steady_clock::now();
-      if (std::chrono::duration<double>(std::chrono::steady_clock::now() - *warm_start).count() < r.warm_s) rep = -1;
-    }
+  // One repetition from an empty cache: the prefill, then the decode steps. `stages`: keep the ops' times.
+  auto rep_once = [&](bool stages) {
     s.reset();
     auto t0 = std::chrono::steady_clock::now();
     s.step(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
     const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    double prec = 0, drec = 0, pspan = 0, dspan = 0;
+    if constexpr (profiled) prec = s.host().record_s, pspan = s.host().gpu_s;
     std::vector<double> pt, dt;
     for (const auto& tm : s.times()) pt.push_back(tm.seconds);
-    pre_calls = s.times();
+    if (stages) pre_calls = s.times();
     double dw = 0, dops = 0, dblock = 0;
     for (index_t d = 0; d < r.decode; ++d) {
       t0 = std::chrono::steady_clock::now();
       s.step(all.subspan(static_cast<std::size_t>(r.prefill + d), 1), logits.view());
       dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      if constexpr (profiled) {
+        drec += s.host().record_s / static_cast<double>(r.decode);
+        dspan = dspan < 0 || s.host().gpu_s < 0 ? -1 : dspan + s.host().gpu_s / static_cast<double>(r.decode);
+      }
       if (dt.empty()) dt.assign(s.times().size(), 0.0);
       for (std::size_t i = 0; i < s.times().size(); ++i) {
         const double sec = s.times()[i].seconds;
@@ -100,16 +116,46 @@ void time_session(Session& s, const model::config& c, const transformer_request&
         dops += sec / static_cast<double>(r.decode);
         if (s.times()[i].layer >= 0) dblock += sec / static_cast<double>(r.decode);
       }
-      dec_calls = s.times();
+      if (stages) dec_calls = s.times();
     }
-    if (rep < 0) continue;
+    return std::make_tuple(pw, dw / static_cast<double>(std::max<index_t>(r.decode, 1)), dops, dblock, pt, dt, prec, drec,
+                           pspan, dspan);
+  };
+  // The warm-up. The first one creates pipelines and caches and fills pools (seconds on a cold cache,
+  // with the GPU idle); r.warm_s of repetitions follow it, long enough for a GPU's clocks to rise.
+  rep_once(!profiled);
+  const auto warm_start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < r.warm_s) rep_once(!profiled);
+  if constexpr (profiled) s.profile(false);
+  for (int rep = 0; rep < r.reps; ++rep) {
+    const auto [pw, dw, dops, dblock, pt, dt, prec, drec, pspan, dspan] = rep_once(!profiled);
     prefill_wall.push_back(pw);
-    pre_t.push_back(pt);
+    prefill_rec.push_back(prec);
+    prefill_span.push_back(pspan);
+    if constexpr (!profiled) pre_t.push_back(pt);
     if (r.decode > 0) {
-      decode_wall.push_back(dw / static_cast<double>(r.decode));
-      decode_ops.push_back(dops);
-      decode_block.push_back(dblock);
-      dec_t.push_back(dt);
+      decode_wall.push_back(dw);
+      decode_rec.push_back(drec);
+      decode_span.push_back(dspan);
+      if constexpr (!profiled) {
+        decode_ops.push_back(dops);
+        decode_block.push_back(dblock);
+        dec_t.push_back(dt);
+      }
+    }
+  }
+  if constexpr (profiled) {
+    s.profile(true);
+    for (int rep = 0; rep < r.reps; ++rep) {
+      const auto [pw, dw, dops, dblock, pt, dt, prec, drec, pspan, dspan] = rep_once(true);
+      prefill_prof.push_back(pw);
+      pre_t.push_back(pt);
+      if (r.decode > 0) {
+        decode_prof.push_back(dw);
+        decode_ops.push_back(dops);
+        decode_block.push_back(dblock);
+        dec_t.push_back(dt);
+      }
     }
   }
   auto median = [](std::vector<double> v) {
@@ -120,7 +166,7 @@ void time_session(Session& s, const model::config& c, const transformer_request&
   auto column = [&](const std::vector<std::vector<double>>& m, std::size_t i) {
     std::vector<double> v;
     for (const auto& row : m) {
-      if (row[i] < 0) return -1.0;
+      if (i >= row.size() || row[i] < 0) return -1.0;
       v.push_back(row[i]);
     }
     return median(v);
@@ -129,6 +175,12 @@ void time_session(Session& s, const model::config& c, const transformer_request&
   out.decode_s = median(decode_wall);
   out.decode_stage_s = median(decode_ops);
   out.decode_block_s = median(decode_block);
+  out.prefill_profiled_s = median(prefill_prof);
+  out.decode_profiled_s = median(decode_prof);
+  out.prefill_record_s = profiled ? median(prefill_rec) : 0;
+  out.decode_record_s = profiled ? median(decode_rec) : 0;
+  out.prefill_gpu_span_s = profiled ? median(prefill_span) : 0;
+  out.decode_gpu_span_s = profiled ? median(decode_span) : 0;
   for (std::size_t i = 0; i < pre_calls.size(); ++i) out.stages.push_back({"prefill", pre_calls[i].s, pre_calls[i].layer, column(pre_t, i)});
   for (std::size_t i = 0; i < dec_calls.size(); ++i) out.stages.push_back({"decode", dec_calls[i].s, dec_calls[i].layer, column(dec_t, i)});
 }

@@ -30,6 +30,7 @@ transformer_result run_vulkan(const transformer_request& r) {
     out.verified = true;
   }
   model::vulkan_session<T> s(ctx, r.cfg, w, r.prefill + r.decode);
+  s.submit_in_parts(r.in_parts);
   time_session<T>(s, r.cfg, r, out);
   out.bytes = model::bytes_of(w, sizeof(typename model::vulkan_session<T>::D));
   return out;

@@ -12,6 +12,16 @@
 //   next = s.step({&next, 1}, logits);       // decode: one submission
 //   s.times();                               // each op's GPU time (timestamps) of the last step
 //
+// The step's stream goes to the GPU in parts (vulkan::stream::flush): the
+// first after 4 commands, then after 8, 16 and every 32, so the GPU runs the
+// first ops while the host records the rest (submit_in_parts(false): one
+// part, recorded whole before the GPU starts). profile(false) leaves the
+// per-op timestamps out (times() then reports -1 s per op): a timestamp
+// pair around every dispatch orders it after the one before, so
+// independent dispatches (the K and V projections) no longer overlap.
+// host() says where the step's time went: the host's recording, its wait
+// for the GPU, and the GPU's span from its first command to its last.
+//
 // Policy: policy::vulkan<Knobs...> (default), or policy::autotune for its
 // gemms (the tuned config of the tensors' device); ops a policy lacks run on
 // policy::vulkan<>. Weights and activations are held in the session's dtype
@@ -23,6 +33,7 @@
 // A session is used from one thread.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -123,6 +134,9 @@ struct device_executor {
   vulkan::stream* s = nullptr;
   std::vector<span>* spans = nullptr;
   std::vector<capture>* captures = nullptr;
+  /// Commands after which the stream's recorded part is submitted (flush);
+  /// doubles after each flush up to 32. 0: never (one part).
+  std::size_t chunk = 0;
 
   template <class Op, class... A>
   void operator()(stage st, int layer, const Op& op, A&&... a) {
@@ -140,6 +154,10 @@ struct device_executor {
       const auto& out = std::get<Op::arity>(std::tie(v...));
       captures->push_back({st, layer, out.dims(), out.record_download(*s),
                            detail::device_knobs<op_policy_t<Policy, Op, policy::vulkan<>>>::of(s->ctx(), op, v...)});
+    }
+    if (chunk && s->part_commands() >= chunk) {
+      s->flush();
+      chunk = std::min<std::size_t>(2 * chunk, 32);
     }
   }
 };
@@ -221,17 +239,25 @@ class vulkan_session {
     ids_.resize(static_cast<std::size_t>(2 * t));
     put_ids(c_, ids, pos_, ids_.data(), ids_.data() + t);
     s_.reset();
+    const auto t0 = std::chrono::steady_clock::now();
+    s_.time_dispatches(profile_);
     ws.ids.t.record_upload(s_, tensor_view<const std::int32_t>(ids_.data(), shape{t}));
     if (c_.learned_positions > 0) ws.positions.t.record_upload(s_, tensor_view<const std::int32_t>(ids_.data() + t, shape{t}));
     std::vector<typename device_executor<Policy, D>::span> spans;
     std::vector<typename device_executor<Policy, D>::capture> caps;
-    device_executor<Policy, D> ex{&s_, &spans, captures ? &caps : nullptr};
+    device_executor<Policy, D> ex{&s_, &spans, captures ? &caps : nullptr, in_parts_ ? std::size_t{4} : 0};
     forward<D>(c_, w_, ws, kv_, pos_, ex);
     const void* out = ws.logits.t.record_download(s_);
     const void* token = ws.token.t.record_download(s_);
     const std::size_t submits = s_.submit_count();
-    s_.run();
+    s_.submit();
+    const auto t1 = std::chrono::steady_clock::now();
+    s_.wait();
+    const auto t2 = std::chrono::steady_clock::now();
     submissions_ = s_.submit_count() - submits;
+    const double span_ms = s_.gpu_span_ms();
+    host_ = {std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
+             span_ms < 0 ? -1.0 : span_ms * 1e-3, s_.part_count()};
     vulkan::detail::unpack(static_cast<const D*>(out), logits.reshaped(shape{1, c_.vocab}));
     std::int32_t next = 0;
     std::memcpy(&next, token, sizeof next);
@@ -262,8 +288,24 @@ class vulkan_session {
   const std::vector<stage_time>& times() const { return times_; }
   /// The last step's stream: its dispatches, barriers and copies.
   const vulkan::stream& stream() const { return s_; }
-  /// Submissions of the last step (one).
+  /// Submissions of the last step (one; its parts: host().parts).
   std::size_t submissions() const { return submissions_; }
+
+  /// Whether steps time each op with GPU timestamps (default: yes).
+  void profile(bool on) { profile_ = on; }
+  bool profiling() const { return profile_; }
+  /// Whether a step's stream is submitted in parts while it is recorded
+  /// (default: yes) or once, recorded whole.
+  void submit_in_parts(bool on) { in_parts_ = on; }
+
+  /// The host's side of the last step.
+  struct host_time {
+    double record_s = 0;  ///< from the step's start to its last part submitted (ids, recording, submits)
+    double wait_s = 0;    ///< from then until the GPU finished
+    double gpu_s = -1;    ///< the GPU's span, first command to last (vulkan::stream::gpu_span_ms); -1: no timestamps
+    std::size_t parts = 0;
+  };
+  const host_time& host() const { return host_; }
 
  private:
   workspace<buffer>& workspace_for(index_t t) {
@@ -288,6 +330,8 @@ class vulkan_session {
   std::vector<std::int32_t> ids_;  ///< the step's token ids, then its positions
   std::vector<stage_time> times_;
   std::size_t submissions_ = 0;
+  bool profile_ = true, in_parts_ = true;
+  host_time host_;
 };
 
 }  // namespace kforge::model
