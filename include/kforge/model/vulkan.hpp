@@ -2,14 +2,15 @@
 // once as device tensors, activations and KV cache resident, every step
 // recorded as ONE vulkan::stream (the upload of the step's token ids as an
 // int32 device tensor, its ops from the embedding to the sampled token, the
-// download of the logits and of that token) and submitted once. The ids are
+// download of the logits and of that token), submitted in parts while it is
+// recorded (below) and waited for once. The ids are
 // checked on the host first (config_error); op::embedding checks them on the
 // device as well, as it does any device-tensor ids.
 //
 //   vulkan::context ctx;
 //   model::vulkan_session<half> s(ctx, c, w /*host weights*/, /*cache rows*/ 4096);
-//   index_t next = s.step(prompt, logits);   // prefill: one submission
-//   next = s.step({&next, 1}, logits);       // decode: one submission
+//   index_t next = s.step(prompt, logits);   // prefill: one stream
+//   next = s.step({&next, 1}, logits);       // decode: one stream
 //   s.times();                               // each op's GPU time (timestamps) of the last step
 //
 // The step's stream goes to the GPU in parts (vulkan::stream::flush): the
