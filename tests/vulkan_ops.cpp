@@ -232,10 +232,12 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
     index_t n, c, h, w, k, r, s;
     int sh, sw, ph, pw, dh, dw, groups;
   };
+  // groups == 1 takes the explicit GEMM (im2col, gemm, sum), groups > 1 the implicit one.
   const cfg cases[] = {{1, 3, 7, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                        {2, 4, 9, 5, 6, 3, 1, 2, 1, 0, 1, 1, 1, 2},
                        {1, 1, 17, 3, 3, 2, 2, 1, 1, 0, 0, 2, 1, 1},
-                       {3, 6, 5, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 3}};
+                       {3, 6, 5, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 3},
+                       {3, 5, 11, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 1}};
   unsigned seed = 20;
   for (const auto& c : cases) {
     op::conv2d<T, epilogue::bias_relu> o;
@@ -254,6 +256,60 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
                        make_view(b, {c.k}), make_view(ref, ys));
     const index_t red = c.c / c.groups * c.r * c.s;
     check_close("conv2d " + ys.str(), y, ref, {static_cast<float>(red + 1)}, conv2d_tolerance(dtype_of<T>(), red));
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// The explicit-GEMM conv2d with the gemm configs a user (or the tuner) may
+// give it: K splits (the sum pass adds them), the decode kernel for few
+// filters, and im2col scratch small enough to cut the batch into chunks of
+// one and of two images; y is poisoned with NaN so an unwritten element fails.
+TEST_CASE_TEMPLATE("vulkan conv2d explicit GEMM: chunks, splits and kernels match eigen", T, float, half, bfloat16) {
+  KFT_NEED_DEVICE();
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
+    MESSAGE("skipped: no 16-bit storage");
+    return;
+  }
+  const dtype dt = dtype_of<T>();
+  const index_t n = 5, c = 6, h = 9, w = 7, kt = 7, r = 3, s_ = 3;
+  const int sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
+  const auto d = make_conv2d_dims(sh, sw, ph, pw, dh, dw, 1, shape{n, c, h, w}, shape{kt, c, r, s_});
+  auto x = convert<T>(random_floats(static_cast<std::size_t>(n * c * h * w), 70));
+  auto wt = convert<T>(random_floats(static_cast<std::size_t>(kt * c * r * s_), 71));
+  auto b = convert<T>(random_floats(static_cast<std::size_t>(kt), 72));
+  const shape ys{n, kt, d.p, d.q};
+  std::vector<T> ref(static_cast<std::size_t>(ys.numel()));
+  op::conv2d<T, epilogue::bias_relu> o;
+  o.stride_h = sh, o.stride_w = sw, o.pad_h = ph, o.pad_w = pw, o.dilation_h = dh, o.dilation_w = dw;
+  run<policy::eigen>(o, make_view(x, {n, c, h, w}), make_view(wt, {kt, c, r, s_}), make_view(b, {kt}), make_view(ref, ys));
+  vulkan::device_tensor<T> dx(*ctx, {n, c, h, w}), dwt(*ctx, {kt, c, r, s_}), db(*ctx, {kt}), dy(*ctx, ys);
+  dx.upload(make_view(x, {n, c, h, w}));
+  dwt.upload(make_view(wt, {kt, c, r, s_}));
+  db.upload(make_view(b, {kt}));
+  const index_t crs = c * r * s_, pq = d.p * d.q;
+  const std::uint64_t one_image = static_cast<std::uint64_t>((pq + 7) / 8 * 8 * crs) * sizeof(T);
+  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), one_image).images == 1);
+  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), 2 * one_image + 64).images == 2);
+  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T)).images == n);
+  std::vector<vulkan::gemm_config> cfgs{vulkan::gemm_default_config(ctx->info(), dt, kt, n * pq, crs),
+                                        {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 4},
+                                        vulkan::gemv_default_config(dt, kt, n * pq, crs)};
+  cfgs.back().splits = 2;
+  for (const auto& cfg : cfgs) {
+    if (!vulkan::gemm_config_check(ctx->info(), dt, cfg).empty()) continue;
+    for (const std::uint64_t cap : {one_image, 2 * one_image + 64, vulkan::conv2d_im2col_max_bytes}) {
+      std::vector<T> y(ref.size(), static_cast<T>(nan_f));
+      dy.upload(make_view(y, ys));
+      vulkan::stream st(*ctx);
+      const vulkan::buffer_ref br = db.ref();
+      vulkan::record_conv2d_gemm(
+          st, dt, [&](std::uint64_t, std::uint64_t, std::uint64_t) { return cfg; }, n, c, h, w, kt, r, s_, d.p, d.q,
+          sh, sw, ph, pw, dh, dw, fn::relu, 0.0f, dx.ref(), dwt.ref(), &br, dy.ref(), cap);
+      st.run();
+      dy.download(make_view(y, ys));
+      check_close("conv2d " + cfg.str() + " scratch " + std::to_string(cap), y, ref, {static_cast<float>(crs + 1)},
+                  conv2d_tolerance(dt, crs));
+    }
   }
   KFT_NO_VALIDATION_MESSAGES();
 }

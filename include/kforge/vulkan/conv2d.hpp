@@ -1,5 +1,17 @@
-// kforge/vulkan/conv2d.hpp — conv2d on policy::vulkan: implicit GEMM on the
-// generic gemm kernel (shaders/gemm.hpp with KF_CONV) with the policy's tile knobs.
+// kforge/vulkan/conv2d.hpp — conv2d on policy::vulkan, two ways:
+//
+// - explicit GEMM (record_conv2d_gemm; the default for one group): im2col of
+//   a chunk of images into a scratch B [C·R·S][images·P·Q], the gemm
+//   kernels' first pass on the filters [K][C·R·S] and B (any gemm_config:
+//   the tile kernels, tensor cores for f16 and bf16, K split where the grid
+//   is thin) into f32 partial sums, and a gather that sums the splits, adds
+//   the bias, applies the activation and writes y (NKPQ): one rounding.
+//   The chunk keeps B under conv2d_im2col_max_bytes (a batch-32 ResNet-50
+//   3x3 layer in f32: 231 MB, two chunks). It runs conv2d at the speed of
+//   the gemm kernels, which the implicit GEMM's scalar kernel does not reach.
+// - implicit GEMM (record_conv2d; grouped convolutions, and a policy with
+//   tile knobs): the generic gemm kernel (shaders/gemm.hpp with KF_CONV)
+//   gathers B's tiles from x on the fly, with the policy's tiling.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -7,6 +19,8 @@
 #endif
 
 #include "kforge/vulkan/call.hpp"
+#include "kforge/vulkan/gemm.hpp"
+#include "kforge/vulkan/shaders/conv2d.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
 
 namespace kforge::vulkan {
@@ -40,6 +54,94 @@ inline void record_conv2d(stream& s, dtype dt, const gemm_tiling& t, index_t n_i
   s.dispatch(pl, {{x}, {wt}, {bias ? *bias : x}, {y, true}}, &pc, sizeof pc, g, "conv2d");
 }
 
+/// The most bytes of im2col scratch one conv2d call allocates (its chunk of
+/// images is cut to fit; a single image that needs more still runs alone).
+inline constexpr std::uint64_t conv2d_im2col_max_bytes = 128ull << 20;
+
+/// How record_conv2d_gemm cuts a convolution: images per chunk and the
+/// columns of its B (images·P·Q rounded up to 8, so the gemm reads B as vectors).
+struct conv2d_gemm_plan {
+  index_t images = 1, cols = 0;
+};
+inline conv2d_gemm_plan plan_conv2d_gemm(index_t n_img, index_t pq, index_t crs, std::size_t elem_bytes,
+                                         std::uint64_t max_bytes = conv2d_im2col_max_bytes) {
+  auto cols_of = [&](index_t i) { return (i * pq + 7) / 8 * 8; };
+  // The gather's and im2col's grids take 65535 workgroups of 256 columns.
+  const index_t max_cols = 65535 * 256 - 8;
+  index_t i = std::max<index_t>(1, n_img);
+  while (i > 1 && (static_cast<std::uint64_t>(cols_of(i)) * crs * elem_bytes > max_bytes || cols_of(i) > max_cols))
+    i = (i + 1) / 2;
+  return {i, cols_of(i)};
+}
+
+namespace detail {
+inline constexpr std::uint32_t conv_wg = 256, conv_rows = 8;
+}
+
+/// conv2d with one group as explicit GEMM (see the header): dense NCHW x
+/// [n_img, c, h, w], weights [kt, c, r, s], optional bias [kt], y [n_img, kt,
+/// p, q]. `pick(m, n, k)` gives the gemm_config for the chunk's gemm (m = kt
+/// filters, n = its columns, k = c·r·s; the generic kernel, which has no
+/// split pass, runs the implicit GEMM instead); im2col scratch at most max_bytes
+/// (see plan_conv2d_gemm). Records 3 dispatches per chunk; the stream keeps
+/// the scratch until reset().
+template <class Pick>
+void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t c, index_t h, index_t w, index_t kt,
+                        index_t r, index_t sw_, index_t p, index_t q, int sh, int sw, int ph, int pw, int dh, int dw,
+                        fn act, float slope, buffer_ref x, buffer_ref wt, const buffer_ref* bias, buffer_ref y,
+                        std::uint64_t max_bytes = conv2d_im2col_max_bytes) {
+  using namespace detail;
+  context& ctx = s.ctx();
+  if (n_img * kt * p * q == 0) return;
+  const index_t pq = p * q, crs = c * r * sw_;
+  u32(n_img * c * h * w, "x elements"), u32(n_img * kt * pq, "y elements"), u32(kt * crs, "weight elements");
+  if (kt > 65535) throw unsupported_error("kforge::vulkan: conv2d with " + std::to_string(kt) + " filters; at most 65535");
+  if ((crs + conv_rows - 1) / conv_rows > 65535)
+    throw unsupported_error("kforge::vulkan: conv2d with C·R·S = " + std::to_string(crs) + "; at most " +
+                            std::to_string(65535 * conv_rows));
+  const conv2d_gemm_plan plan = plan_conv2d_gemm(n_img, pq, crs, size_of(dt), max_bytes);
+  if (plan.cols > 65535 * 256)
+    throw unsupported_error("kforge::vulkan: conv2d image of " + std::to_string(pq) + " output pixels is too large");
+  const gemm_config cfg = pick(static_cast<std::uint64_t>(kt), static_cast<std::uint64_t>(plan.cols),
+                               static_cast<std::uint64_t>(crs));
+  if (cfg.kernel == gemm_kernel::generic) {  // the device runs no vector gemm kernel: the implicit GEMM
+    record_conv2d(s, dt, gemm_tiling{}, n_img, c, h, w, kt, r, sw_, p, q, sh, sw, ph, pw, dh, dw, 1, act, slope, x, wt,
+                  bias, y);
+    return;
+  }
+  const std::string label = "conv2d gemm " + std::to_string(kt) + "x" + std::to_string(plan.cols) + "x" + std::to_string(crs);
+  const std::uint32_t splits = gemm_check(s, dt, cfg, kt, plan.cols, crs, label);
+  const buffer_ref b = s.keep(ctx.device_memory().allocate(static_cast<std::uint64_t>(crs) * plan.cols * size_of(dt))).ref();
+  const buffer_ref part = s.keep(ctx.device_memory().allocate(4ull * splits * kt * plan.cols)).ref();
+  const auto& im2col = ctx.get_pipeline(make_variant("conv2d_im2col", shaders::conv2d_im2col, dt, {}),
+                                        {2, 17 * 4, {0, 1}}, {conv_wg, conv_rows});
+  const auto& gather = ctx.get_pipeline(
+      make_variant("conv2d_gather", shaders::conv2d_gather, dt,
+                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}}),
+      {3, 7 * 4, {0}}, {conv_wg});
+  for (index_t i0 = 0; i0 < n_img; i0 += plan.images) {
+    const index_t images = std::min(plan.images, n_img - i0);
+    struct {
+      std::uint32_t c, h, w, p, q, r, s, np, img0, cols, rows;
+      std::int32_t sh, sw, ph, pw, dh, dw;
+    } ic{u32(c, "C"), u32(h, "H"), u32(w, "W"), u32(p, "P"), u32(q, "Q"), u32(r, "R"), u32(sw_, "S"),
+         u32(plan.cols, "columns"), u32(i0, "image"), u32(images * pq, "columns"), u32(crs, "C*R*S"), sh, sw, ph, pw, dh, dw};
+    static_assert(sizeof ic == 17 * 4);
+    s.dispatch(im2col, {{x}, {b, true}}, &ic, sizeof ic,
+               {static_cast<std::uint32_t>((plan.cols + conv_wg - 1) / conv_wg),
+                static_cast<std::uint32_t>((crs + conv_rows - 1) / conv_rows), 1},
+               "conv2d im2col");
+    record_gemm_partials(s, dt, cfg, kt, plan.cols, crs, wt, b, part, label);
+    struct {
+      std::uint32_t m, np, pq, cols, splits, img0;
+      float slope;
+    } gc{u32(kt, "K"), u32(plan.cols, "columns"), u32(pq, "P*Q"), ic.cols, splits, ic.img0, slope};
+    s.dispatch(gather, {{part}, {bias ? *bias : part}, {y, true}}, &gc, sizeof gc,
+               {static_cast<std::uint32_t>((ic.cols + conv_wg - 1) / conv_wg), static_cast<std::uint32_t>(kt), 1},
+               "conv2d sum");
+  }
+}
+
 }  // namespace kforge::vulkan
 
 namespace kforge::detail {
@@ -51,10 +153,20 @@ struct impl<policy::vulkan<Knobs...>, op::conv2d<T, E>>
   static void compute(const op::conv2d<T, E>& op, const conv2d_args<T>& g) {
     vulkan::detail::call<T> c({&g.x, &g.w, E::has_bias ? &g.bias : nullptr}, g.y);
     const conv2d_dims& d = g.d;
-    if (d.n * d.k * d.p * d.q != 0)
-      vulkan::record_conv2d(c.s(), c.dt, vulkan::knobs<Knobs...>::tiling, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q,
-                            d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, d.groups, E::activation, op.epilogue.slope, c.in(0),
-                            c.in(1), c.in_opt(2), c.out());
+    using K = vulkan::knobs<Knobs...>;
+    if (d.n * d.k * d.p * d.q == 0) {
+    } else if (d.groups == 1 && !K::gemm_tile_given) {
+      const auto& info = c.ctx().info();
+      vulkan::record_conv2d_gemm(
+          c.s(), c.dt,
+          [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) { return K::gemm(info, c.dt, m, n, k); }, d.n, d.c,
+          d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, E::activation, op.epilogue.slope,
+          c.in(0), c.in(1), c.in_opt(2), c.out());
+    } else {
+      vulkan::record_conv2d(c.s(), c.dt, K::tiling, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw, d.ph,
+                            d.pw, d.dh, d.dw, d.groups, E::activation, op.epilogue.slope, c.in(0), c.in(1),
+                            c.in_opt(2), c.out());
+    }
     c.finish();
   }
 };

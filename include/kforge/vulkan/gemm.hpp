@@ -110,6 +110,66 @@ inline const shader_variant& gemm_splitk_variant(dtype dt, bool bias, fn act) {
 inline constexpr std::uint32_t splitk_wg = 256;
 }  // namespace detail
 
+namespace detail {
+/// The pipeline of a gemm config's kernel, variant v (gemm_variant).
+inline const pipeline& gemm_pipeline(context& ctx, const gemm_config& cfg, const shader_variant& v) {
+  switch (cfg.kernel) {
+    case gemm_kernel::generic:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
+    case gemm_kernel::tiled:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
+                              {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
+    case gemm_kernel::coopmat_f16:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
+                              {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
+    case gemm_kernel::gemv:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tn});
+    case gemm_kernel::coopmat2:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.group_m});
+  }
+  throw error("kforge::vulkan: internal: unknown gemm kernel");
+}
+
+/// Throws unless cfg runs on s's device with dt data and its grid for an m×n×k gemm fits; returns the splits it uses.
+inline std::uint32_t gemm_check(stream& s, dtype dt, const gemm_config& cfg, index_t m, index_t n, index_t k,
+                                const std::string& label) {
+  context& ctx = s.ctx();
+  if (const std::string why = gemm_config_check(ctx.info(), dt, cfg); !why.empty())
+    throw unsupported_error("kforge::vulkan: gemm config '" + cfg.str() + "' on device '" + ctx.info().name +
+                            "': " + why);
+  u32(m, "M"), u32(n, "N"), u32(k, "K"), u32(m * k, "A elements"), u32(k * n, "B elements"), u32(m * n, "C elements");
+  const std::uint32_t splits = gemm_splits_used(cfg, static_cast<std::uint64_t>(k));
+  u32(static_cast<index_t>(splits) * m * n, "gemm partial sums (splits·M·N)");
+  const std::uint64_t gx = (static_cast<std::uint64_t>(n) + cfg.bn - 1) / cfg.bn,
+                      gy = (static_cast<std::uint64_t>(m) + cfg.bm - 1) / cfg.bm;
+  if (gx > 65535 || gy > 65535)
+    throw unsupported_error("kforge::vulkan: " + label + " needs a " + std::to_string(gx) + "x" + std::to_string(gy) +
+                            " grid of workgroups; at most 65535 per axis");
+  return splits;
+}
+}  // namespace detail
+
+/// The first pass of a split gemm on its own: the raw f32 dot products of
+/// dense row-major A [m,k] and B [k,n] over each K split of `cfg`, into
+/// `part` [splits][m][n] (splits = gemm_splits_used(cfg, k), 1 for an
+/// unsplit config: then `part` holds A·B in f32; not the generic kernel,
+/// which has no split form). A caller with its own
+/// epilogue or output layout (conv2d) sums the splits itself; returns splits.
+inline std::uint32_t record_gemm_partials(stream& s, dtype dt, const gemm_config& cfg, index_t m, index_t n, index_t k,
+                                          buffer_ref a, buffer_ref b, buffer_ref part, const std::string& label) {
+  using namespace detail;
+  if (cfg.kernel == gemm_kernel::generic)
+    throw unsupported_error("kforge::vulkan: the generic gemm kernel writes no partial sums (" + label + ")");
+  const std::uint32_t splits = gemm_check(s, dt, cfg, m, n, k, label);
+  const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), 1.0f, 0.0f, 0.0f};
+  const pipeline& p = gemm_pipeline(s.ctx(), cfg, gemm_variant(cfg, dt, false, fn::identity, gemm_vector_loads(cfg, n, k), true));
+  s.dispatch(p, {{a}, {b}, {a}, {part, true}}, &pc, sizeof pc,
+             {static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn), static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm),
+              splits},
+             splits > 1 ? label + " split " + std::to_string(splits) : label);
+  return splits;
+}
+
 /// C = act(alpha·A·B + beta·C + bias): dense row-major A [m,k], B [k,n], C [m,n],
 /// with the kernel, tiling and K split of `cfg` (see gemm_config). A split
 /// gemm (gemm_splits_used(cfg, k) > 1) records two dispatches and an f32
@@ -119,47 +179,20 @@ inline void record_gemm(stream& s, dtype dt, const gemm_config& cfg, index_t m, 
                         buffer_ref c) {
   using namespace detail;
   context& ctx = s.ctx();
-  if (const std::string why = gemm_config_check(ctx.info(), dt, cfg); !why.empty())
-    throw unsupported_error("kforge::vulkan: gemm config '" + cfg.str() + "' on device '" + ctx.info().name +
-                            "': " + why);
-  const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), alpha, beta, slope};
-  u32(m * k, "A elements"), u32(k * n, "B elements"), u32(m * n, "C elements");
-  const std::uint32_t splits = gemm_splits_used(cfg, pc.k);
-  if (splits > 1) u32(static_cast<index_t>(splits) * m * n, "split-K partial sums (splits·M·N)");
   const std::string label = "gemm " + std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
-  const shader_variant& v =
-      gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), splits > 1, beta != 0.0f);
-  const pipeline* p = nullptr;
-  switch (cfg.kernel) {
-    case gemm_kernel::generic:
-      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn});
-      break;
-    case gemm_kernel::tiled:
-      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5, 6}},
-                            {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m});
-      break;
-    case gemm_kernel::coopmat_f16:
-      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4, 5}},
-                            {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.warps_m, cfg.group_m});
-      break;
-    case gemm_kernel::gemv:
-      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tn});
-      break;
-    case gemm_kernel::coopmat2:
-      p = &ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.group_m});
-      break;
-  }
-  const std::array<std::uint32_t, 3> g{static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),
-                                       static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), splits};
-  if (g[0] > 65535 || g[1] > 65535)
-    throw unsupported_error("kforge::vulkan: " + label + " needs a " + std::to_string(g[0]) + "x" + std::to_string(g[1]) +
-                            " grid of workgroups; at most 65535 per axis");
+  const std::uint32_t splits = gemm_check(s, dt, cfg, m, n, k, label);
+  const gemm_push pc{u32(m, "M"), u32(n, "N"), u32(k, "K"), alpha, beta, slope};
   if (splits == 1) {
-    s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc, g, label);
+    const pipeline& p =
+        gemm_pipeline(ctx, cfg, gemm_variant(cfg, dt, bias != nullptr, act, gemm_vector_loads(cfg, n, k), false, beta != 0.0f));
+    s.dispatch(p, {{a}, {b}, {bias ? *bias : a}, {c, true}}, &pc, sizeof pc,
+               {static_cast<std::uint32_t>((pc.n + cfg.bn - 1) / cfg.bn),
+                static_cast<std::uint32_t>((pc.m + cfg.bm - 1) / cfg.bm), 1},
+               label);
     return;
   }
   const buffer_ref part = s.keep(ctx.device_memory().allocate(4ull * splits * pc.m * pc.n)).ref();
-  s.dispatch(*p, {{a}, {b}, {bias ? *bias : a}, {part, true}}, &pc, sizeof pc, g, label + " split " + std::to_string(splits));
+  record_gemm_partials(s, dt, cfg, m, n, k, a, b, part, label);
   const gemm_push rp{pc.m, pc.n, splits, alpha, beta, slope};
   const pipeline& r = ctx.get_pipeline(gemm_splitk_variant(dt, bias != nullptr, act), {3, sizeof(gemm_push), {0}}, {splitk_wg});
   s.dispatch(r, {{part}, {bias ? *bias : part}, {c, true}}, &rp, sizeof rp,
