@@ -2,7 +2,10 @@
 // kernel choice, no tuning) on the shapes of real models, as a user runs
 // them: device tensors, one stream, GPU timestamps.
 //
-//   vk_models [CASES_FILE] [--filter SUBSTRING]   (default bench/model_shapes.txt)
+//   vk_models [CASES_FILE] [--filter SUBSTRING] [--parts]   (default bench/model_shapes.txt)
+//
+// --parts: after each RESULT, a PARTS line with the median call's dispatches
+// (label and GPU ms), to see where a call of several dispatches spends it.
 //
 // Each case of the file (NAME OP DTYPE SHAPE [options]) becomes a
 // kforge::problem read by the op's own traits (the same SHAPE and options as
@@ -137,7 +140,7 @@ slice check_slice(const bench_case& c, const std::vector<host_tensor>& full) {
 }
 
 template <class D>
-void run_case(vulkan::context& ctx, const bench_case& c) {
+void run_case(vulkan::context& ctx, const bench_case& c, bool parts) {
   const problem& p = c.p;
   const auto specs = operands(p);
   std::vector<host_tensor> host;
@@ -183,14 +186,21 @@ void run_case(vulkan::context& ctx, const bench_case& c) {
   s.run();
   s.run();
   const auto t = s.timings();
-  std::vector<double> ms;
+  std::vector<std::pair<double, std::size_t>> ms;  // (call time, call)
   for (std::size_t call = 3; call < 13; ++call) {
     double sum = 0;
     for (std::size_t d = 0; d < per_call; ++d) sum += t[call * per_call + d].ms;
-    ms.push_back(sum);
+    ms.emplace_back(sum, call);
   }
   std::sort(ms.begin(), ms.end());
-  const double med = ms[ms.size() / 2];
+  const double med = ms[ms.size() / 2].first;
+  std::string breakdown;
+  for (std::size_t d = 0; parts && d < per_call; ++d) {
+    const auto& e = t[ms[ms.size() / 2].second * per_call + d];
+    char buf[32];
+    std::snprintf(buf, sizeof buf, " %.4f; ", e.ms);
+    breakdown += e.label + buf;
+  }
 
   std::string check = "ok";
   if (!copy) {
@@ -217,6 +227,7 @@ void run_case(vulkan::context& ctx, const bench_case& c) {
   const double rate = compute ? flops(p) / (med * 1e-3) / 1e12 : min_bytes(p) / (med * 1e-3) / 1e9;
   std::printf("RESULT %s %s %s %.4f %.2f %s %s\n", c.name.c_str(), c.op.c_str(), std::string(to_string(p.type)).c_str(),
               med, rate, compute ? "TFLOP/s" : "GB/s", check.c_str());
+  if (parts) std::printf("PARTS %s %s: %s\n", c.name.c_str(), std::string(to_string(p.type)).c_str(), breakdown.c_str());
   std::fflush(stdout);
 }
 
@@ -224,9 +235,11 @@ void run_case(vulkan::context& ctx, const bench_case& c) {
 
 int main(int argc, char** argv) {
   std::string file = "bench/model_shapes.txt", filter;
+  bool parts = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--filter" && i + 1 < argc) filter = argv[++i];
+    else if (a == "--parts") parts = true;
     else file = a;
   }
   try {
@@ -242,9 +255,9 @@ int main(int argc, char** argv) {
         // The storage the device holds the case's dtype in; bf16 widened to f32 (no 16-bit
         // storage) would time the f32 kernels, so it is skipped rather than reported as bf16.
         const dtype stored = vulkan::device_dtype(ctx.info(), c.p.type);
-        if (stored == dtype::f16) run_case<half>(ctx, c);
-        else if (stored == dtype::bf16) run_case<bfloat16>(ctx, c);
-        else if (c.p.type == dtype::f32) run_case<float>(ctx, c);
+        if (stored == dtype::f16) run_case<half>(ctx, c, parts);
+        else if (stored == dtype::bf16) run_case<bfloat16>(ctx, c, parts);
+        else if (c.p.type == dtype::f32) run_case<float>(ctx, c, parts);
         else std::printf("SKIP %s %s: dtype %s is not on the device (%s)\n", c.name.c_str(), c.op.c_str(),
                          std::string(to_string(c.p.type)).c_str(),
                          c.p.type == dtype::bf16 ? "no 16-bit storage: bf16 runs as f32 there" : "not a kernel dtype");

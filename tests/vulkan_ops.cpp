@@ -271,44 +271,52 @@ TEST_CASE_TEMPLATE("vulkan conv2d explicit GEMM: chunks, splits and kernels matc
     return;
   }
   const dtype dt = dtype_of<T>();
-  const index_t n = 5, c = 6, h = 9, w = 7, kt = 7, r = 3, s_ = 3;
-  const int sh = 2, sw = 1, ph = 1, pw = 2, dh = 1, dw = 2;
-  const auto d = make_conv2d_dims(sh, sw, ph, pw, dh, dw, 1, shape{n, c, h, w}, shape{kt, c, r, s_});
-  auto x = convert<T>(random_floats(static_cast<std::size_t>(n * c * h * w), 70));
-  auto wt = convert<T>(random_floats(static_cast<std::size_t>(kt * c * r * s_), 71));
-  auto b = convert<T>(random_floats(static_cast<std::size_t>(kt), 72));
-  const shape ys{n, kt, d.p, d.q};
-  std::vector<T> ref(static_cast<std::size_t>(ys.numel()));
-  op::conv2d<T, epilogue::bias_relu> o;
-  o.stride_h = sh, o.stride_w = sw, o.pad_h = ph, o.pad_w = pw, o.dilation_h = dh, o.dilation_w = dw;
-  run<policy::eigen>(o, make_view(x, {n, c, h, w}), make_view(wt, {kt, c, r, s_}), make_view(b, {kt}), make_view(ref, ys));
-  vulkan::device_tensor<T> dx(*ctx, {n, c, h, w}), dwt(*ctx, {kt, c, r, s_}), db(*ctx, {kt}), dy(*ctx, ys);
-  dx.upload(make_view(x, {n, c, h, w}));
-  dwt.upload(make_view(wt, {kt, c, r, s_}));
-  db.upload(make_view(b, {kt}));
-  const index_t crs = c * r * s_, pq = d.p * d.q;
-  const std::uint64_t one_image = static_cast<std::uint64_t>((pq + 7) / 8 * 8 * crs) * sizeof(T);
-  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), one_image).images == 1);
-  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), 2 * one_image + 64).images == 2);
-  CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T)).images == n);
-  std::vector<vulkan::gemm_config> cfgs{vulkan::gemm_default_config(ctx->info(), dt, kt, n * pq, crs),
-                                        {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 4},
-                                        vulkan::gemv_default_config(dt, kt, n * pq, crs)};
-  cfgs.back().splits = 2;
-  for (const auto& cfg : cfgs) {
-    if (!vulkan::gemm_config_check(ctx->info(), dt, cfg).empty()) continue;
-    for (const std::uint64_t cap : {one_image, 2 * one_image + 64, vulkan::conv2d_im2col_max_bytes}) {
-      std::vector<T> y(ref.size(), static_cast<T>(nan_f));
-      dy.upload(make_view(y, ys));
-      vulkan::stream st(*ctx);
-      const vulkan::buffer_ref br = db.ref();
-      vulkan::record_conv2d_gemm(
-          st, dt, [&](std::uint64_t, std::uint64_t, std::uint64_t) { return cfg; }, n, c, h, w, kt, r, s_, d.p, d.q,
-          sh, sw, ph, pw, dh, dw, fn::relu, 0.0f, dx.ref(), dwt.ref(), &br, dy.ref(), cap);
-      st.run();
-      dy.download(make_view(y, ys));
-      check_close("conv2d " + cfg.str() + " scratch " + std::to_string(cap), y, ref, {static_cast<float>(crs + 1)},
-                  conv2d_tolerance(dt, crs));
+  // 3x3 taps (whole channels per im2col invocation), then 7x5 (35 taps: (c, r, s) stepped).
+  struct geom {
+    index_t n, c, h, w, kt, r, s;
+    int sh, sw, ph, pw, dh, dw;
+  };
+  for (const geom& g : {geom{5, 6, 9, 7, 7, 3, 3, 2, 1, 1, 2, 1, 2}, geom{3, 2, 12, 9, 5, 7, 5, 1, 2, 3, 1, 1, 1}}) {
+    const index_t n = g.n, c = g.c, h = g.h, w = g.w, kt = g.kt, r = g.r, s_ = g.s;
+    const int sh = g.sh, sw = g.sw, ph = g.ph, pw = g.pw, dh = g.dh, dw = g.dw;
+    const auto d = make_conv2d_dims(sh, sw, ph, pw, dh, dw, 1, shape{n, c, h, w}, shape{kt, c, r, s_});
+    auto x = convert<T>(random_floats(static_cast<std::size_t>(n * c * h * w), 70));
+    auto wt = convert<T>(random_floats(static_cast<std::size_t>(kt * c * r * s_), 71));
+    auto b = convert<T>(random_floats(static_cast<std::size_t>(kt), 72));
+    const shape ys{n, kt, d.p, d.q};
+    std::vector<T> ref(static_cast<std::size_t>(ys.numel()));
+    op::conv2d<T, epilogue::bias_relu> o;
+    o.stride_h = sh, o.stride_w = sw, o.pad_h = ph, o.pad_w = pw, o.dilation_h = dh, o.dilation_w = dw;
+    run<policy::eigen>(o, make_view(x, {n, c, h, w}), make_view(wt, {kt, c, r, s_}), make_view(b, {kt}), make_view(ref, ys));
+    vulkan::device_tensor<T> dx(*ctx, {n, c, h, w}), dwt(*ctx, {kt, c, r, s_}), db(*ctx, {kt}), dy(*ctx, ys);
+    dx.upload(make_view(x, {n, c, h, w}));
+    dwt.upload(make_view(wt, {kt, c, r, s_}));
+    db.upload(make_view(b, {kt}));
+    const index_t crs = c * r * s_, pq = d.p * d.q;
+    const std::uint64_t one_image = static_cast<std::uint64_t>((pq + 7) / 8 * 8 * crs) * sizeof(T);
+    CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), one_image).images == 1);
+    CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T), 2 * one_image + 64).images == 2);
+    CHECK(vulkan::plan_conv2d_gemm(n, pq, crs, sizeof(T)).images == n);
+    std::vector<vulkan::gemm_config> cfgs{vulkan::gemm_default_config(ctx->info(), dt, kt, n * pq, crs),
+                                          {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 4},
+                                          vulkan::gemv_default_config(dt, kt, n * pq, crs)};
+    cfgs.back().splits = 2;
+    for (const auto& cfg : cfgs) {
+      if (!vulkan::gemm_config_check(ctx->info(), dt, cfg).empty()) continue;
+      for (const std::uint64_t cap : {one_image, 2 * one_image + 64, vulkan::conv2d_im2col_max_bytes}) {
+        std::vector<T> y(ref.size(), static_cast<T>(nan_f));
+        dy.upload(make_view(y, ys));
+        vulkan::stream st(*ctx);
+        const vulkan::buffer_ref br = db.ref();
+        vulkan::record_conv2d_gemm(
+            st, dt, [&](std::uint64_t, std::uint64_t, std::uint64_t) { return cfg; }, n, c, h, w, kt, r, s_, d.p, d.q,
+            sh, sw, ph, pw, dh, dw, fn::relu, 0.0f, dx.ref(), dwt.ref(), &br, dy.ref(), cap);
+        st.run();
+        dy.download(make_view(y, ys));
+        check_close("conv2d " + std::to_string(r) + "x" + std::to_string(s_) + " " + cfg.str() + " scratch " +
+                        std::to_string(cap),
+                    y, ref, {static_cast<float>(crs + 1)}, conv2d_tolerance(dt, crs));
+      }
     }
   }
   KFT_NO_VALIDATION_MESSAGES();

@@ -5,7 +5,8 @@
 //   kernels' first pass on the filters [K][C·R·S] and B (any gemm_config:
 //   the tile kernels, tensor cores for f16 and bf16, K split where the grid
 //   is thin) into f32 partial sums, and a gather that sums the splits, adds
-//   the bias, applies the activation and writes y (NKPQ): one rounding.
+//   the bias, applies the activation and writes y (NKPQ): one rounding
+//   (coopmat2 unsplit: its T output, see shaders/conv2d.hpp).
 //   The chunk keeps B under conv2d_im2col_max_bytes (a batch-32 ResNet-50
 //   3x3 layer in f32: 231 MB, two chunks). It runs conv2d at the speed of
 //   the gemm kernels, which the implicit GEMM's scalar kernel does not reach.
@@ -112,12 +113,23 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
   const std::string label = "conv2d gemm " + std::to_string(kt) + "x" + std::to_string(plan.cols) + "x" + std::to_string(crs);
   const std::uint32_t splits = gemm_check(s, dt, cfg, kt, plan.cols, crs, label);
   const buffer_ref b = s.keep(ctx.device_memory().allocate(static_cast<std::uint64_t>(crs) * plan.cols * size_of(dt))).ref();
-  const buffer_ref part = s.keep(ctx.device_memory().allocate(4ull * splits * kt * plan.cols)).ref();
-  const auto& im2col = ctx.get_pipeline(make_variant("conv2d_im2col", shaders::conv2d_im2col, dt, {}),
-                                        {2, 17 * 4, {0, 1}}, {conv_wg, conv_rows});
+  // coopmat2's split form stores f32 sums several times slower than its T output (vk_bench
+  // --gemm-sweep, 256x6272x2304 f16 on the H100: 0.049 ms unsplit, 0.19-0.25 split): unsplit, it stores T.
+  const bool part_t = cfg.kernel == gemm_kernel::coopmat2 && splits == 1;
+  const buffer_ref part =
+      s.keep(ctx.device_memory().allocate((part_t ? size_of(dt) : 4ull * splits) * kt * plan.cols)).ref();
+  const std::uint32_t cw = size_of(dt) == 2 ? 2 : 1;  // im2col columns per invocation
+  // Rows per im2col invocation: whole channels (each row's tap a constant) where R·S <= 32, at least
+  // conv_rows of them (3x3: 9 rows, 1x1: 8, 5x5: 25); else conv_rows with (c, r, s) stepped.
+  const index_t taps = r * sw_;
+  const bool fixed = taps <= 32;
+  const std::uint32_t kr = fixed ? static_cast<std::uint32_t>(taps * ((conv_rows + taps - 1) / taps)) : conv_rows;
+  const auto& im2col = ctx.get_pipeline(
+      make_variant("conv2d_im2col", shaders::conv2d_im2col, dt, {}), {2, 17 * 4, {0, 1, 2, 3}},
+      {conv_wg, kr, fixed ? static_cast<std::uint32_t>(r) : 0u, fixed ? static_cast<std::uint32_t>(sw_) : 0u});
   const auto& gather = ctx.get_pipeline(
       make_variant("conv2d_gather", shaders::conv2d_gather, dt,
-                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}}),
+                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_PART_T", part_t ? "1" : "0"}}),
       {3, 7 * 4, {0}}, {conv_wg});
   for (index_t i0 = 0; i0 < n_img; i0 += plan.images) {
     const index_t images = std::min(plan.images, n_img - i0);
@@ -128,10 +140,13 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
          u32(plan.cols, "columns"), u32(i0, "image"), u32(images * pq, "columns"), u32(crs, "C*R*S"), sh, sw, ph, pw, dh, dw};
     static_assert(sizeof ic == 17 * 4);
     s.dispatch(im2col, {{x}, {b, true}}, &ic, sizeof ic,
-               {static_cast<std::uint32_t>((plan.cols + conv_wg - 1) / conv_wg),
-                static_cast<std::uint32_t>((crs + conv_rows - 1) / conv_rows), 1},
+               {static_cast<std::uint32_t>((plan.cols / cw + conv_wg - 1) / conv_wg),
+                static_cast<std::uint32_t>((crs + kr - 1) / kr), 1},
                "conv2d im2col");
-    record_gemm_partials(s, dt, cfg, kt, plan.cols, crs, wt, b, part, label);
+    if (part_t)
+      record_gemm(s, dt, cfg, kt, plan.cols, crs, 1.0f, 0.0f, fn::identity, 0.0f, wt, b, nullptr, part);
+    else
+      record_gemm_partials(s, dt, cfg, kt, plan.cols, crs, wt, b, part, label);
     struct {
       std::uint32_t m, np, pq, cols, splits, img0;
       float slope;

@@ -9,57 +9,101 @@
 // image and in the padding columns n ≥ images·P·Q (NP rounds the columns up
 // so the gemm reads B as vectors). Tiling: an invocation owns one column
 // (its image and output pixel decoded once) and KR consecutive rows (grid y:
-// row blocks; grid x: column blocks of WG), stepping (c, r, s) without
-// division; consecutive invocations write consecutive columns. Elements are
-// moved as their bits (a raw copy of T), so 16-bit data is exact.
+// row blocks; grid x: column blocks of WG·CW), its loads issued before its
+// stores; consecutive invocations write consecutive columns. Where the host
+// makes R and S constants (FR, FS) and KR a multiple of R·S, every row's tap
+// (r, s) is a constant; else (c, r, s) is stepped without division. 16-bit
+// types: two columns per invocation (CW), stored as one 32-bit word.
+// Elements pass through f32 (kf_ld, then kf_st or the packing),
+// which is exact for every finite and infinite f16 and bf16 value.
 //
 // gather: y[img0 + i][m][pq] = act(Σ_z P[z][m][n] + bias[m]) for column n =
 // i·P·Q + pq < images·P·Q, summing the splits z in order 0, 1, … (the result
-// does not depend on which gemm workgroup finished first). Grid x: column
+// does not depend on which gemm workgroup finished first). P is the gemm's
+// f32 partial sums, or (KF_PART_T) its unsplit output in T: the tensor-core
+// kernel's split form stores f32 sums several times slower than its T
+// output, so an unsplit f16/bf16 gemm there stores T, and y is rounded
+// twice (the gemm's, then after bias and activation). Grid x: column
 // blocks; y: filters m (row M·PQ of y is contiguous, so stores coalesce).
 #pragma once
 
 namespace kforge::vulkan::shaders {
 
 inline constexpr const char* conv2d_im2col = R"glsl(
-layout(constant_id = 1) const uint KR = 8;  // rows of B per invocation
+layout(constant_id = 1) const uint KR = 8;   // rows of B per invocation
+layout(constant_id = 2) const uint FR = 0;   // R and S as constants (a multiple of R·S rows
+layout(constant_id = 3) const uint FS = 0;   // per invocation), or 0: read from pc, stepped
 layout(std430, set = 0, binding = 0) readonly buffer BufX { T x_[]; };
+#if KF_F16 || KF_BF16
+const uint CW = 2;  // columns per invocation: two 16-bit elements per 32-bit store
+layout(std430, set = 0, binding = 1) writeonly buffer BufB { uint b_[]; };
+#else
+const uint CW = 1;
 layout(std430, set = 0, binding = 1) writeonly buffer BufB { T b_[]; };
+#endif
 layout(push_constant) uniform Push {
-  uint C, H, W, P, Q, R, S, NP;  // NP: columns of B
+  uint C, H, W, P, Q, R, S, NP;  // NP: columns of B (a multiple of 8)
   uint img0, cols, rows;         // first image; images·P·Q; C·R·S
   int sh, sw, ph, pw, dh, dw;
 } pc;
 
 void main() {
-  const uint n = gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
-  if (n >= pc.NP) return;
-  const uint k0 = gl_WorkGroupID.y * KR, k1 = min(pc.rows, k0 + KR);
-  if (n >= pc.cols) {
-    for (uint k = k0; k < k1; ++k) b_[k * pc.NP + n] = kf_st(0.0);
-    return;
-  }
-  const uint pq = pc.P * pc.Q, i = n / pq, p = (n % pq) / pc.Q, q = n % pc.Q;
-  const int h0 = int(p) * pc.sh - pc.ph, w0 = int(q) * pc.sw - pc.pw;
-  const uint rs = pc.R * pc.S;
-  uint c = k0 / rs, r = (k0 % rs) / pc.S, s = k0 % pc.S;
-  const uint img = (pc.img0 + i) * pc.C;
-  for (uint k = k0; k < k1; ++k) {
-    const int ih = h0 + int(r) * pc.dh, iw = w0 + int(s) * pc.dw;
-    if (ih >= 0 && iw >= 0 && ih < int(pc.H) && iw < int(pc.W))
-      b_[k * pc.NP + n] = x_[((img + c) * pc.H + uint(ih)) * pc.W + uint(iw)];
-    else
-      b_[k * pc.NP + n] = kf_st(0.0);
-    if (++s == pc.S) {
-      s = 0u;
-      if (++r == pc.R) { r = 0u; ++c; }
+  const uint n0 = (gl_WorkGroupID.x * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * CW;
+  if (n0 >= pc.NP) return;
+  const uint k0 = gl_WorkGroupID.y * KR, rs = pc.R * pc.S, pq = pc.P * pc.Q;
+  // All loads first (unrolled, independent), then the stores: a loop that
+  // stored each element before loading the next kept one load in flight
+  // per invocation.
+  float v[CW][KR];
+  [[unroll]] for (uint e = 0; e < CW; ++e) {
+    const uint n = n0 + e, i = n / pq, p = (n % pq) / pc.Q, q = n % pc.Q;
+    const int h0 = int(p) * pc.sh - pc.ph, w0 = int(q) * pc.sw - pc.pw;
+    const uint img = (pc.img0 + i) * pc.C;
+    if (FR > 0u) {
+      // Whole channels per invocation: tap (r, s) of row j is a constant.
+      const uint c0 = k0 / (FR * FS);
+      [[unroll]] for (uint j = 0; j < KR; ++j) {
+        const uint c = c0 + j / (FR * FS), r = (j % (FR * FS)) / FS, s = j % FS;
+        const int ih = h0 + int(r) * pc.dh, iw = w0 + int(s) * pc.dw;
+        v[e][j] = 0.0;
+        if (n < pc.cols && k0 + j < pc.rows && ih >= 0 && iw >= 0 && ih < int(pc.H) && iw < int(pc.W))
+          v[e][j] = kf_ld(x_[((img + c) * pc.H + uint(ih)) * pc.W + uint(iw)]);
+      }
+    } else {
+      uint c = k0 / rs, r = (k0 % rs) / pc.S, s = k0 % pc.S;
+      [[unroll]] for (uint j = 0; j < KR; ++j) {
+        const int ih = h0 + int(r) * pc.dh, iw = w0 + int(s) * pc.dw;
+        v[e][j] = 0.0;
+        if (n < pc.cols && k0 + j < pc.rows && ih >= 0 && iw >= 0 && ih < int(pc.H) && iw < int(pc.W))
+          v[e][j] = kf_ld(x_[((img + c) * pc.H + uint(ih)) * pc.W + uint(iw)]);
+        if (++s == pc.S) {
+          s = 0u;
+          if (++r == pc.R) { r = 0u; ++c; }
+        }
+      }
     }
+  }
+  [[unroll]] for (uint j = 0; j < KR; ++j) {
+    if (k0 + j >= pc.rows) break;
+#if KF_F16
+    b_[((k0 + j) * pc.NP + n0) / 2u] = packHalf2x16(vec2(v[0][j], v[1][j]));
+#elif KF_BF16
+    b_[((k0 + j) * pc.NP + n0) / 2u] = kf_bf16_bits(v[0][j]) | (kf_bf16_bits(v[1][j]) << 16);
+#else
+    b_[(k0 + j) * pc.NP + n0] = kf_st(v[0][j]);
+#endif
   }
 }
 )glsl";
 
 inline constexpr const char* conv2d_gather = R"glsl(
+#if KF_PART_T
+layout(std430, set = 0, binding = 0) readonly buffer BufP { T p_[]; };  // [1][M][NP], the gemm's own rounding
+#define KF_LDP(x) kf_ld(x)
+#else
 layout(std430, set = 0, binding = 0) readonly buffer BufP { float p_[]; };  // [splits][M][NP]
+#define KF_LDP(x) (x)
+#endif
 layout(std430, set = 0, binding = 1) readonly buffer BufBias { T bias_[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer BufY { T y_[]; };
 layout(push_constant) uniform Push {
@@ -72,7 +116,7 @@ void main() {
   if (n >= pc.cols) return;
   const uint mn = pc.M * pc.NP;
   float v = 0.0;
-  for (uint z = 0; z < pc.splits; ++z) v += p_[z * mn + m * pc.NP + n];
+  for (uint z = 0; z < pc.splits; ++z) v += KF_LDP(p_[z * mn + m * pc.NP + n]);
 #if KF_BIAS
   v += kf_ld(bias_[m]);
 #endif
