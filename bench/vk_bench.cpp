@@ -21,12 +21,14 @@
 // shapes of bench/h100_gemm.sh (decode M = 1..16, prefill, non-square N),
 // f32 and f16, each shape on a fresh context, with a 256 MiB copy as the
 // bandwidth reference (shapes given as MxNxK after the mode replace that
-// list); `--gemm-sweep` also times candidate configs per
+// list; `--f16` leaves out the f32 rows); `--gemm-sweep` also times candidate configs per
 // shape (kernel, tile, K split), which is how the defaults of
 // vulkan/gemm_config.hpp were chosen. Their timing (per_call_ms) differs
 // from the rest: back-to-back calls in one submission of at least 5 ms,
 // replayed after 0.2 s of warm-up, wall clock per call (a split gemm is two
 // dispatches and the barrier between them; all of it is counted).
+// `--split-parts MxNxK...` times the two dispatches of split f16 configs
+// (coopmat2 and the NV subgroup kernel, split 2) apart: the first pass and the sum.
 // The memory-bound cases run after the gemms, then again on a fresh context
 // (rows "_fresh_ctx"); `--mem-first` runs them before the gemms instead, and
 // `--diag` times a 256 MiB copy (ours and vkCmdCopyBuffer) after various
@@ -38,6 +40,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <numeric>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -55,7 +58,7 @@ namespace {
 // through a pipeline compile is back at its clock before the timed run
 // (PERFORMANCE.md records run-to-run spreads of 2× on the H100).
 template <class F>
-double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t per_call = 1, double warm_s = 0) {
+std::vector<std::vector<double>> call_ms(vulkan::context& ctx, F&& record, int reps, std::size_t per_call, double warm_s) {
   vulkan::stream s(ctx);
   for (int i = 0; i < reps + 3; ++i) record(s);
   s.run();
@@ -64,14 +67,24 @@ double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t pe
     s.run();
   s.run();
   auto t = s.timings();
-  std::vector<double> v;
+  std::vector<std::vector<double>> v;  // per timed call: its dispatches' times
   for (std::size_t i = 3 * per_call; i + per_call <= t.size(); i += per_call) {
-    double ms = 0;
-    for (std::size_t j = 0; j < per_call; ++j) ms += t[i + j].ms;
-    v.push_back(ms);
+    v.emplace_back();
+    for (std::size_t j = 0; j < per_call; ++j) v.back().push_back(t[i + j].ms);
   }
+  return v;
+}
+
+double median_of(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
+}
+
+template <class F>
+double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t per_call = 1, double warm_s = 0) {
+  std::vector<double> v;
+  for (const auto& c : call_ms(ctx, record, reps, per_call, warm_s)) v.push_back(std::accumulate(c.begin(), c.end(), 0.0));
+  return median_of(v);
 }
 
 // Uniform in [lo, hi) from a counter hash (splitmix64): fast enough for the
@@ -290,7 +303,8 @@ std::vector<vulkan::gemm_config> sweep_candidates(const vulkan::device_info& d, 
                {gemm_kernel::tiled, 128, 128, 16, 8, 8, 8, 2, 8, 1}, {gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
                {gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 0, 1}};
     if (vulkan::coopmat2_available(d, dt))  // workgroup-scope tiles, as coopmat2_default_config orders them
-      for (const gemm_config& t : {gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+      for (const gemm_config& t : {gemm_config{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1},
+                                   gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
                                    gemm_config{gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 1},
                                    gemm_config{gemm_kernel::coopmat2, 32, 128, 32, 2, 0, 4, 0, 8, 1}})
         tiles.push_back(t);
@@ -817,11 +831,14 @@ int main(int argc, char** argv) {
   if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
     // Shapes given as MxNxK after the mode replace the built-in list (both dtypes each).
     std::vector<gemm_shape> given;
+    bool f16_only = false;
     for (int i = 2; i < argc; ++i) {
       long long m = 0, n = 0, k = 0;
       char tail = 0;
       if (std::sscanf(argv[i], "%lldx%lldx%lld%c", &m, &n, &k, &tail) == 3 && m > 0 && n > 0 && k > 0)
         given.push_back({static_cast<index_t>(m), static_cast<index_t>(n), static_cast<index_t>(k)});
+      else if (std::string(argv[i]) == "--f16")
+        f16_only = true;
       else if (std::string(argv[i]) != "--smoke") {
         std::fprintf(stderr, "vk_bench: '%s' is not a gemm shape MxNxK\n", argv[i]);
         return 2;
@@ -829,12 +846,41 @@ int main(int argc, char** argv) {
     }
     if (!given.empty()) {
       for (const auto& sh : given) {
-        shape_case<float>(sh, "f32", mode == "--gemm-sweep");
+        if (!f16_only) shape_case<float>(sh, "f32", mode == "--gemm-sweep");
         shape_case<half>(sh, "f16", mode == "--gemm-sweep");
       }
       return 0;
     }
     gemm_shapes(mode == "--gemm-sweep", argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
+  if (mode == "--split-parts") {
+    for (int i = 2; i < argc; ++i) {
+      long long m = 0, n = 0, k = 0;
+      if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) != 3) continue;
+      gemm_problem<half> p(ctx, m, n, k);
+      using vulkan::gemm_kernel;
+      for (const vulkan::gemm_config& c : {vulkan::gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
+                                           vulkan::gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 2},
+                                           vulkan::gemm_config{gemm_kernel::coopmat2, 64, 128, 32, 2, 0, 4, 0, 8, 2},
+                                           vulkan::gemm_config{gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 2},
+                                           vulkan::gemm_config{gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, 2}}) {
+        if (!vulkan::gemm_config_check(ctx.info(), dtype::f16, c).empty()) continue;
+        const std::size_t pc = vulkan::gemm_splits_used(c, static_cast<std::uint64_t>(k)) > 1 ? 2 : 1;
+        const auto t = call_ms(ctx, [&](vulkan::stream& s) {
+          vulkan::record_gemm(s, dtype::f16, c, m, n, k, 1.0f, 0.0f, fn::identity, 0.0f, p.a.ref(), p.b.ref(), nullptr, p.c.ref());
+        }, 10, pc, 0.3);
+        std::vector<double> a, b;
+        for (const auto& call : t) {
+          a.push_back(call[0]);
+          if (pc == 2) b.push_back(call[1]);
+        }
+        const double err = p.check(false);
+        std::printf("PARTS %lldx%lldx%lld %-60s first %.4f ms sum %.4f ms err %.2e (%s)\n", m, n, k, c.str().c_str(), median_of(a),
+                    b.empty() ? 0.0 : median_of(b), err, err <= check_tolerance(dtype::f16) ? "ok" : "WRONG");
+        std::fflush(stdout);
+      }
+    }
     return 0;
   }
   if (mode == "--attention" || mode == "--attention-sweep") {

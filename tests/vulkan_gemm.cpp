@@ -123,6 +123,15 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half, bfl
         config_case<T, epilogue::silu>(*ctx, cfg, 256, 264, 520, -0.75f, seed++);
         break;
       }
+  // ... and split along K: partial sums stored from inside tiles (unclamped) and edge tiles
+  // (rows past M dropped, not written into the next split's block).
+  if (vulkan::coopmat2_available(ctx->info(), dtype_of<T>()))
+    for (const auto& cfg : cfgs)
+      if (cfg.kernel == vulkan::gemm_kernel::coopmat2 && cfg.splits == 2 && cfg.group_m == 8) {
+        config_case<T, epilogue::bias_gelu>(*ctx, cfg, 264, 136, 1000, 0.0f, seed++);
+        config_case<T, epilogue::none>(*ctx, cfg, 256, 256, 776, 0.5f, seed++);
+        break;
+      }
   // beta and a fused epilogue on the default choice of a larger problem.
   config_case<T, epilogue::bias_relu>(*ctx, vulkan::gemm_default_config(ctx->info(), dtype_of<T>(), 300, 300, 96), 300,
                                       300, 96, 0.5f, seed++);
@@ -275,12 +284,13 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
     }
     CHECK(K0::gemm(d, dt, 64, 4096, 4096).splits > 1);  // a thin grid splits K
     CHECK(K0::gemm(d, dt, 64, 4096, 4096).bm == 64);
-    // 512×4096: 128 tiles of 128×128, as they are on cooperative matrices, split for the vector units.
+    // 512×4096: 128 tiles of 128×128, as they are on NV subgroup-scope matrices, split for the
+    // vector units; coopmat2's 64 wide tiles split in two.
     const auto thin = K0::gemm(d, dt, 512, 4096, 4096);
     CHECK(thin.kernel == tile);
     CHECK(thin.bm == 128);
-    CHECK(thin.bn == 128);
-    CHECK((thin.splits > 1) == !coop);
+    CHECK(thin.bn == (coop2 ? 256u : 128u));
+    CHECK((thin.splits > 1) == (!coop || coop2));
     CHECK(K0::gemm(d, dt, 512, 4096, 128).splits == 1);  // K too short to split
     const auto full = K0::gemm(d, dt, 4096, 4096, 4096);
     CHECK(full.kernel == tile);

@@ -14,8 +14,8 @@
 //
 // Bounds: A, B, C and bias are addressed through tensor layouts that know
 // the operands' dimensions; loads outside them read 0 (clamp mode Constant),
-// stores outside them are dropped. So any M, N, K runs, and a K split is a
-// layout whose K dimension ends at the split's end.
+// stores outside them are dropped. So any M, N, K runs, and a K split reads
+// its K range as matrices of their own (pointers advanced to the range's start).
 //
 // Interface (gemm's, shaders/gemm_common.hpp): bindings 0 A [M,K], 1 B
 // [K,N], 2 bias [N], 3 C [M,N] (or the f32 partial sums [splits][M][N] of a
@@ -258,13 +258,17 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   const id rows = umin(ui(op::i_sub, ny, first), group_m), r = ui(op::u_mod, flat, width);
   const id m0 = ui(op::i_mul, ui(op::i_add, first, ui(op::u_mod, r, rows)), bm);
   const id n0 = ui(op::i_mul, ui(op::u_div, r, rows), bn);
-  // K range of this split, [k_first, k_end) (kf_split_k with align = BK).
-  id k_first = zero, k_end = k;
+  // K range of this split, [k_off, k_off + k_len) (kf_split_k with align = BK). A split reads its K range
+  // as a matrix of its own: A and B from pointers advanced to its first column (row of B), K
+  // coordinates from 0 to the range's length. (Slicing the whole matrices at K offsets k_off + ...
+  // instead ran 3-4x slower per FLOP on the H100/H200, driver 580: 512x6144x4096 128x128 split 2
+  // 0.57 ms against 0.15; docs/PERFORMANCE.md.)
+  id k_off = zero, k_len = k;
   if (v.split) {
     const id chunk0 = ui(op::u_div, ui(op::i_sub, ui(op::i_add, k, nz), one), nz);
     const id chunk = ui(op::i_mul, ui(op::u_div, ui(op::i_sub, ui(op::i_add, chunk0, bk), one), bk), bk);
-    k_first = umin(k, ui(op::i_mul, gz, chunk));
-    k_end = umin(k, ui(op::i_add, k_first, chunk));
+    k_off = umin(k, ui(op::i_mul, gz, chunk));
+    k_len = ui(op::i_sub, umin(k, ui(op::i_add, k_off, chunk)), k_off);
   }
   // Row-major layouts of dims (d0, d1) and row stride `ld`, of layout type `lt`.
   auto layout_of = [&](id lt, id d0, id d1, id ld) {
@@ -277,7 +281,11 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     return mb.inst(op::tensor_layout_slice_nv, lt, {l, o0, s0, o1, s1});
   };
   const id ptr_ab = mb.type_pointer(storage::storage_buffer, ab_t);
-  const id pa = mb.access(ptr_ab, buf_a, {zero, zero}), pb = mb.access(ptr_ab, buf_b, {zero, zero});
+  // (vec_pointers: in uvec4 elements; k_off is a multiple of BK >= 8.)
+  const id vdiv = mb.const_uint(v.vec_pointers ? 8 : 1);
+  const id a_off = v.split ? ui(op::u_div, k_off, vdiv) : zero;
+  const id b_off = v.split ? ui(op::u_div, v.b_kmajor ? k_off : ui(op::i_mul, k_off, n), vdiv) : zero;
+  const id pa = mb.access(ptr_ab, buf_a, {zero, a_off}), pb = mb.access(ptr_ab, buf_b, {zero, b_off});
   // B [N, K] read as K×N through a view that swaps the two coordinates.
   const id view_t = mb.type_tensor_view(mb.const_uint(2), mb.const_bool(false), {one, zero});
   const id bt_view = v.b_kmajor ? mb.inst(op::create_tensor_view_nv, view_t, {}) : 0;
@@ -300,36 +308,33 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
                                         {pb, zero_b, slice_of(lt, lb, kk, bk, n0, bn), 0, 0});
       mb.store(acc_var, mb.inst(op::cooperative_matrix_mul_add_khr, acc_t, {a, b, mb.load(acc_t, acc_var)}));
     };
-    const id layout_a = layout(m, k_end, k), layout_b = v.b_kmajor ? layout(n, k_end, k) : layout(k_end, n, n);
-    id from = k_first;
+    const id layout_a = layout(m, k_len, k), layout_b = v.b_kmajor ? layout(n, k_len, k) : layout(k_len, n, n);
+    id from = zero;
     if (fast || v.unroll > 1) {
       const id lt = fast ? fast_t : layout_t;
-      const id la = fast ? layout_of(fast_t, m, k_end, ui(op::bitwise_and, k, mask)) : layout_a;
+      const id la = fast ? layout_of(fast_t, m, k_len, ui(op::bitwise_and, k, mask)) : layout_a;
       const id lb = !fast ? layout_b
-                    : v.b_kmajor ? layout_of(fast_t, n, k_end, ui(op::bitwise_and, k, mask))
-                                 : layout_of(fast_t, k_end, n, ui(op::bitwise_and, n, mask));
+                    : v.b_kmajor ? layout_of(fast_t, n, k_len, ui(op::bitwise_and, k, mask))
+                                 : layout_of(fast_t, k_len, n, ui(op::bitwise_and, n, mask));
       const id span = ui(op::i_mul, bk, mb.const_uint(v.unroll));
-      const id iters = ui(op::u_div, ui(op::i_sub, k_end, k_first), span);
+      const id iters = ui(op::u_div, k_len, span);
       const id ivar = mb.local(u32);
       mb.for_loop(ivar, zero, iters, one, [&] {
-        const id base = ui(op::i_add, k_first, ui(op::i_mul, mb.load(u32, ivar), span));
+        const id base = ui(op::i_mul, mb.load(u32, ivar), span);
         for (word j = 0; j < v.unroll; ++j) step(lt, la, lb, j ? ui(op::i_add, base, ui(op::i_mul, bk, mb.const_uint(j))) : base);
       });
-      from = ui(op::i_add, k_first, ui(op::i_mul, iters, span));
+      from = ui(op::i_mul, iters, span);
     }
     const id kvar = mb.local(u32);
-    mb.for_loop(kvar, from, k_end, bk, [&] { step(layout_t, layout_a, layout_b, mb.load(u32, kvar)); });
+    mb.for_loop(kvar, from, k_len, bk, [&] { step(layout_t, layout_a, layout_b, mb.load(u32, kvar)); });
     id res = mb.load(acc_t, acc_var);
+    const id lt = fast ? fast_t : layout_t;
+    const id lc = fast ? layout_of(fast_t, m, n, ui(op::bitwise_and, n, mask)) : layout(m, n, n);
     if (v.split) {
-      // Raw partial sums of split z at [z][M][N], through a 3-D layout (splits, M, N): a tile's
-      // rows past M are dropped instead of landing in the next split's rows.
-      const id layout3_t = mb.type_tensor_layout(mb.const_uint(3), mb.const_uint(clamp_constant));
-      const id l0 = mb.inst(op::create_tensor_layout_nv, layout3_t, {});
-      const id l1 = mb.inst(op::tensor_layout_set_dimension_nv, layout3_t, {l0, nz, m, n});
-      const id l2 = mb.inst(op::tensor_layout_set_stride_nv, layout3_t, {l1, ui(op::i_mul, m, n), n, one});
-      const id sl = mb.inst(op::tensor_layout_slice_nv, layout3_t, {l2, gz, one, m0, bm, n0, bn});
-      const id pp = mb.access(mb.type_pointer(storage::storage_buffer, f32), buf_c, {zero, zero});
-      mb.inst_void(op::cooperative_matrix_store_tensor_nv, {pp, res, sl, 0, 0});
+      // Raw partial sums of split z at [z][M][N]: split z's M×N block (from element z·M·N) as a 2-D
+      // tensor, so a tile's rows past M are dropped instead of landing in the next split's rows.
+      const id pp = mb.access(mb.type_pointer(storage::storage_buffer, f32), buf_c, {zero, ui(op::i_mul, gz, ui(op::i_mul, m, n))});
+      mb.inst_void(op::cooperative_matrix_store_tensor_nv, {pp, res, slice_of(lt, lc, m0, bm, n0, bn), 0, 0});
       return;
     }
     const id alpha = push_f(3);
@@ -338,8 +343,6 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     else
       res = mb.inst(op::matrix_times_scalar, acc_t, {res, alpha});
     res = mb.inst(op::f_convert, out_t, {res});
-    const id lt = fast ? fast_t : layout_t;
-    const id lc = fast ? layout_of(fast_t, m, n, ui(op::bitwise_and, n, mask)) : layout(m, n, n);
     mb.inst_void(op::cooperative_matrix_store_tensor_nv,
                  {mb.access(ptr_sb16, buf_c, {zero, zero}), res, slice_of(lt, lc, m0, bm, n0, bn), 0, 0});
   };
