@@ -295,12 +295,20 @@ TEST_CASE("coopmat2 configs: checked against the device's workgroup-scope shapes
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 512, 4096, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(vulkan::gemm_default_config(h100, dtype::bf16, 4096, 11008, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 1, 4096, 4096).kernel == gemm_kernel::gemv);
-  // The coopmat2 rule (measured on the H100): the wide tile on full grids, smaller tiles unsplit
-  // where they reach 128 tiles, K splits only for thin grids.
+  // The coopmat2 rule (measured on the H100): the wide tile on full grids, and from 256 rows on
+  // thinner ones without edge tiles too, split along K towards 96 workgroups where K allows
+  // (splits >= 1024 deep);
+  // else smaller tiles unsplit where they reach 128 tiles, K splits only for thin grids.
   auto cfg = [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) { return vulkan::gemm_default_config(h100, dtype::f16, m, n, k); };
   CHECK((cfg(4096, 4096, 4096).bn == 256 && cfg(4096, 4096, 4096).wg() == 256 && cfg(4096, 4096, 4096).splits == 1));
   CHECK((cfg(512, 14336, 4096).bn == 256 && cfg(512, 14336, 4096).splits == 1));
-  CHECK((cfg(512, 4096, 4096).bm == 128 && cfg(512, 4096, 4096).bn == 128 && cfg(512, 4096, 4096).splits == 1));
+  CHECK((cfg(512, 4096, 4096).bm == 128 && cfg(512, 4096, 4096).bn == 256 && cfg(512, 4096, 4096).splits == 2));
+  CHECK((cfg(512, 6144, 4096).bn == 256 && cfg(512, 6144, 4096).splits == 1));   // 96 tiles
+  CHECK((cfg(256, 4096, 4096).bn == 256 && cfg(256, 4096, 4096).splits == 4));   // 32 tiles, 1024 deep
+  CHECK((cfg(1024, 2304, 768).bn == 256 && cfg(1024, 2304, 768).splits == 1));   // too shallow to split
+  CHECK((cfg(256, 1024, 1024).bn == 128 && cfg(256, 1024, 1024).bm <= 128));     // 8 wide tiles: too few
+  CHECK(cfg(256, 6272, 2304).bn == 128);  // an edge column of wide tiles: the thin-grid rule stays off
+  CHECK(cfg(1000, 4096, 4096).bn == 128);  // ... and an edge row
   CHECK((cfg(64, 4096, 4096).bm == 64 && cfg(64, 4096, 4096).splits == 8));
   CHECK((cfg(16, 4096, 4096).bm == 32 && cfg(16, 4096, 4096).splits > 1));
   // A few rows on a wide N (8×128256, a vocabulary at decode): the 32-row tile, not the wide one

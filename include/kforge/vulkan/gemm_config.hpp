@@ -310,9 +310,16 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
 /// The untuned coopmat2 config for an m×n×k gemm (vk_bench --coopmat2 on the H100,
 /// docs/bench/h100-2026-11-24-coopmat2/): 128×256×32 over 256 invocations, 4 K steps per loop
 /// iteration, where M >= 65 and its grid has >= 192 tiles (4096³ 303 TFLOP/s, 8192³ 326, 512×14336×4096 264);
+/// also where M >= 256, every tile lies inside M×N with K a multiple of 8 (no tile takes the
+/// bounds-checked path, which a grid of one wave would wait for), and its grid, split along K
+/// towards 96 workgroups with splits at least 1024 deep, has >= 64 (vk_bench --gemm-sweep --f16 on
+/// the H100, docs/bench/h100-2026-11-27-split/: 512×6144×4096 unsplit 0.122 ms against 128×128's
+/// 0.185, 512×4096×4096 split 2 0.081 against 0.093, 256×4096×4096 split 4 0.053 against 0.078,
+/// 1024×2304×768 0.034 against 0.040; but 256×6272×2304, N past its last full wide tile: 0.083 at
+/// best against 128×128's 0.050);
 /// else the first of 128×128×32/256, 64×128×32/128 and 32×128×32/128 (at most the next power of two
-/// >= M tall) whose grid has 128 tiles, unsplit (512×4096×4096: 128×128 187 TFLOP/s, any split of
-/// any tile 39–84: the split's partial sums cost more than the thin grid); else the first of those
+/// >= M tall) whose grid has 128 tiles, unsplit (512×4096×4096: 128×128 187 TFLOP/s; timed when coopmat2's splits
+/// were slow, before 2026-11-27); else the first of those
 /// split along K to 256 workgroups at least 512 deep (64×4096×4096: 64×128 split 8 52 TFLOP/s, the
 /// NV subgroup-scope kernel 50); else the smallest tile, split as far as K allows.
 inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::uint64_t m, std::uint64_t n,
@@ -327,6 +334,11 @@ inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::
   auto ok = [&](const gemm_config& c) { return gemm_config_check(d, dt, c).empty(); };
   const std::uint64_t max_bm = detail::pow2_at_least(std::max<std::uint64_t>(m, 32));
   if (wide.bm <= max_bm && tiles(wide) >= 192 && ok(wide)) return wide;  // not for a few rows: 8×128256 ran 4× slower
+  if (m >= 256 && m % wide.bm == 0 && n % wide.bn == 0 && k % 8 == 0 && ok(wide)) {
+    gemm_config c = wide;
+    c.splits = detail::splits_to_fill(tiles(c), k, 96, 1024);
+    if (tiles(c) * c.splits >= 64) return c;
+  }
   for (const auto& c : order)
     if (c.bm <= max_bm && tiles(c) >= 128 && ok(c)) return c;
   for (const auto& c0 : order) {
