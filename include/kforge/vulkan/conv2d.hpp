@@ -113,8 +113,9 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
   const std::string label = "conv2d gemm " + std::to_string(kt) + "x" + std::to_string(plan.cols) + "x" + std::to_string(crs);
   const std::uint32_t splits = gemm_check(s, dt, cfg, kt, plan.cols, crs, label);
   const buffer_ref b = s.keep(ctx.device_memory().allocate(static_cast<std::uint64_t>(crs) * plan.cols * size_of(dt))).ref();
-  // coopmat2's split form stores f32 sums several times slower than its T output (vk_bench
-  // --gemm-sweep, 256x6272x2304 f16 on the H100: 0.049 ms unsplit, 0.19-0.25 split): unsplit, it stores T.
+  // Unsplit, coopmat2 stores T (half the bytes of f32 sums). Chosen when its split form was several
+  // times slower (256x6272x2304 f16 on the H100: 0.049 ms unsplit, 0.19-0.25 split); since
+  // 2026-11-27 a split reads its K range from advanced pointers and runs at about the unsplit rate.
   const bool part_t = cfg.kernel == gemm_kernel::coopmat2 && splits == 1;
   const buffer_ref part =
       s.keep(ctx.device_memory().allocate((part_t ? size_of(dt) : 4ull * splits) * kt * plan.cols)).ref();

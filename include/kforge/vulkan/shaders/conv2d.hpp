@@ -20,10 +20,9 @@
 // gather: y[img0 + i][m][pq] = act(Σ_z P[z][m][n] + bias[m]) for column n =
 // i·P·Q + pq < images·P·Q, summing the splits z in order 0, 1, … (the result
 // does not depend on which gemm workgroup finished first). P is the gemm's
-// f32 partial sums, or (KF_PART_T) its unsplit output in T: the tensor-core
-// kernel's split form stores f32 sums several times slower than its T
-// output, so an unsplit f16/bf16 gemm there stores T, and y is rounded
-// twice (the gemm's, then after bias and activation). Grid x: column
+// f32 partial sums, or (KF_PART_T) its unsplit output in T: an unsplit
+// f16/bf16 gemm on the tensor-core kernel stores T (half the bytes), and y
+// is rounded twice (the gemm's, then after bias and activation). Grid x: column
 // blocks; y: filters m (row M·PQ of y is contiguous, so stores coalesce).
 #pragma once
 
