@@ -857,7 +857,11 @@ int main(int argc, char** argv) {
   if (mode == "--split-parts") {
     for (int i = 2; i < argc; ++i) {
       long long m = 0, n = 0, k = 0;
-      if (std::sscanf(argv[i], "%lldx%lldx%lld", &m, &n, &k) != 3) continue;
+      char tail = 0;
+      if (std::sscanf(argv[i], "%lldx%lldx%lld%c", &m, &n, &k, &tail) != 3 || m <= 0 || n <= 0 || k <= 0) {
+        std::fprintf(stderr, "vk_bench: '%s' is not a gemm shape MxNxK\n", argv[i]);
+        return 2;
+      }
       gemm_problem<half> p(ctx, m, n, k);
       using vulkan::gemm_kernel;
       for (const vulkan::gemm_config& c : {vulkan::gemm_config{gemm_kernel::coopmat2, 128, 128, 32, 4, 0, 8, 0, 8, 1},
