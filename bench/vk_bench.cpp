@@ -11,7 +11,10 @@
 //
 // `--attention` times the f16 attention cases of issue 11 instead (prefill,
 // GQA, decode; bench/h100_attention.sh runs them beside
-// bench/torch_attention.py), `--attention-sweep` also every coopmat tiling.
+// bench/torch_attention.py), `--attention-sweep` also every coopmat tiling,
+// and where the device has VK_NV_cooperative_matrix2, beside each prefill
+// case the opt-in coopmat2 kernel (every tiling in the sweep);
+// `--attention-probes` its tilings and timing probes at causal D = 128 only.
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
 // printing each config before it runs; `--sweep-f32` times f32 tiled configs
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
@@ -713,7 +716,7 @@ double attention_check(const attention_case& c, const std::vector<half>& hq, con
   const index_t g = c.h / c.hkv;
   double worst = 0;
   for (index_t bh : {index_t{0}, c.b * c.h - 1})
-    for (index_t row : {index_t{0}, c.s - 1}) {
+    for (index_t row : {index_t{0}, std::min(c.s - 1, c.s / 2 + 7), c.s - 1}) {
       const index_t b = bh / c.h, hh = bh % c.h, kv = b * c.hkv + hh / g;
       const index_t n = c.causal ? std::min(c.l, row + 1) : c.l;
       std::vector<double> sc(static_cast<std::size_t>(n));
@@ -736,7 +739,7 @@ double attention_check(const attention_case& c, const std::vector<half>& hq, con
   return worst;
 }
 
-void attention_cases(vulkan::context& ctx, bool sweep) {
+void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
   const attention_case cases[] = {
       {"attention_f16_causal_b1h32s4096d64", 1, 32, 32, 4096, 4096, 64, true},
       {"attention_f16_causal_b1h32kv8s4096d64", 1, 32, 8, 4096, 4096, 64, true},
@@ -792,7 +795,33 @@ void attention_cases(vulkan::context& ctx, bool sweep) {
         }, 10, plan.nsplit > 1 ? 2 : 1, 0.3);
         report("split " + std::to_string(plan.nsplit) + " x " + std::to_string(plan.chunk) + " keys", tm, false);
       }
-    if (!sweep || kind != vulkan::attention_kernel::coopmat) continue;
+    const float sc = 1.0f / std::sqrt(static_cast<float>(c.d));
+    // The workgroup-scope kernel beside the default where the device has it (no policy picks it:
+    // vulkan/attention.hpp says why), and in a sweep every tiling the device takes and the timing
+    // probes (parts of its softmax left out: wrong results, so their checks fail).
+    const vulkan::attention_coopmat2_config t2d = vulkan::attention_coopmat2_default(c.d, c.d);
+    if (c.s > 1 && vulkan::attention_coopmat2_check(ctx.info(), dtype::f16, c.d, c.d, t2d).empty()) {
+      std::vector<vulkan::attention_coopmat2_config> t2s{t2d};
+      if ((sweep || probes) && (!probes || (c.d == 128 && c.causal && c.h == c.hkv))) {
+        for (const vulkan::attention_coopmat2_config t2 : {vulkan::attention_coopmat2_config{32, 16, 64}, {32, 16, 32},
+                                                           {64, 32, 64}, {64, 32, 32}, {128, 64, 32}, {256, 64, 64},
+                                                           {256, 128, 64}})
+          t2s.push_back(t2);
+        for (std::uint32_t probe = 1; probe <= 4; ++probe) t2s.push_back({t2d.wg, t2d.br, t2d.bc, probe});
+      }
+      for (const auto& t2 : t2s) {
+        const std::string why = vulkan::attention_coopmat2_check(ctx.info(), dtype::f16, c.d, c.d, t2);
+        if (!why.empty() || c.s % t2.br || c.l % t2.bc) {
+          std::printf("  sweep %s coopmat2 %s: refused (%s)\n", c.name, t2.str().c_str(), why.empty() ? "S, L not in whole blocks" : why.c_str());
+          continue;
+        }
+        const double t2m = median_ms(ctx, [&](vulkan::stream& st) {
+          vulkan::record_attention(st, dtype::f16, a, sc, q.ref(), k.ref(), v.ref(), o.ref(), 1, 128, nullptr, nullptr, &t2);
+        }, 10, 1, 0.3);
+        report("coopmat2 " + t2.str(), t2m, false);
+      }
+    }
+    if (!sweep || probes || kind != vulkan::attention_kernel::coopmat) continue;
     for (const auto& t : tilings) {
       const std::string why = vulkan::attention_coopmat_check(ctx.info(), dtype::f16, c.d, c.d, t);
       if (!why.empty()) {
@@ -887,12 +916,12 @@ int main(int argc, char** argv) {
     }
     return 0;
   }
-  if (mode == "--attention" || mode == "--attention-sweep") {
+  if (mode == "--attention" || mode == "--attention-sweep" || mode == "--attention-probes") {
     if (!ctx.info().storage_16bit) {
       std::printf("attention cases need 16-bit storage\n");
       return 1;
     }
-    attention_cases(ctx, mode == "--attention-sweep");
+    attention_cases(ctx, mode == "--attention-sweep", mode == "--attention-probes");
     return 0;
   }
   if (mode == "--sweep-mem") {

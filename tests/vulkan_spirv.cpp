@@ -125,6 +125,20 @@ std::size_t find_instruction(const std::vector<std::uint32_t>& w, std::uint16_t 
   return 0;
 }
 
+/// What the H100's driver lists for workgroup-scope matrices (docs/bench/h100-2026-11-24-coopmat2/).
+vulkan::device_info h100_like() {
+  vulkan::device_info h100;
+  h100.name = "H100-like";
+  h100.nv_cooperative_matrix2 = h100.storage_16bit = h100.fp16_arithmetic = h100.bf16_cooperative_matrix = true;
+  h100.coopmat2_max_workgroup = 256, h100.coopmat2_max_dimension = 1024;
+  for (dtype t : {dtype::f16, dtype::bf16})
+    for (vulkan::coopmat2_shape sh : {vulkan::coopmat2_shape{16, 16, 16, t, 32}, {16, 16, 16, t, 64}, {32, 16, 16, t, 128},
+                                      {32, 32, 16, t, 256}})
+      h100.coopmat2_shapes.push_back(sh);
+  h100.max_workgroup_invocations = 1024, h100.max_shared_memory = 49152, h100.subgroup_size = 32;
+  return h100;
+}
+
 std::vector<sp::gemm_coopmat2_spec> all_variants() {
   std::vector<sp::gemm_coopmat2_spec> v;
   for (bool bf16 : {false, true}) {
@@ -210,6 +224,64 @@ TEST_CASE("spirv checker: every coopmat2 gemm variant is well formed and has gem
   CHECK(sp::gemm_coopmat2({true, false, fn::identity, false, false}) != sp::gemm_coopmat2({false, false, fn::identity, false, false}));
 }
 
+TEST_CASE("spirv checker: every coopmat2 attention variant is well formed and has attention's interface") {
+  std::vector<std::vector<std::uint32_t>> all;
+  for (bool bf16 : {false, true})
+    for (bool causal : {false, true}) {
+      const sp::attention_coopmat2_spec spec{bf16, causal};
+      const auto w = sp::attention_coopmat2(spec);
+      CHECK_NOTHROW(sp::check_module(spec.name(), w));
+      // bindings Q, K, V, O; push constants BH, S, L, D, Dv, scale, causal, H, G, bshd; spec constants
+      // local size, Br, Bc, D, Dv
+      CHECK_NOTHROW(vulkan::detail::check_interface_by_decorations(spec.name(), w, {4, 40, {0, 1, 2, 3, 4}}));
+      CHECK(vulkan::detail::uses_coopmat(w));
+      CHECK(find_instruction(w, 5366) < w.size());  // the row reductions
+      // The causal variants carry the masked-V fix-up (a workgroup barrier); the others have none.
+      bool barrier = false;
+      for (std::size_t i = 5; i < w.size(); i += w[i] >> 16) barrier = barrier || (w[i] & 0xffffu) == 224;
+      CHECK(barrier == causal);
+      for (const auto& other : all) CHECK(other != w);
+      all.push_back(w);
+    }
+  // Probe variants (timing experiments) are modules of their own, as well formed.
+  for (std::uint32_t probe = 1; probe <= 4; ++probe) {
+    const sp::attention_coopmat2_spec spec{false, true, probe};
+    CHECK(spec.name().find("probe") != std::string::npos);
+    CHECK_NOTHROW(sp::check_module(spec.name(), sp::attention_coopmat2(spec)));
+  }
+  // Its configurations are checked against the device's workgroup-scope shapes (an H100-like
+  // listing, below), and no policy picks the kernel: it is asked for by tiling only.
+  vulkan::device_info h100 = h100_like();
+  h100.coopmat2_reductions = h100.nv_coopmat_f16_16x16x16 = true;
+  for (index_t d : {16, 64, 80, 128, 256})
+    for (dtype t : {dtype::f16, dtype::bf16}) {
+      CHECK_MESSAGE(vulkan::attention_coopmat2_check(h100, t, d, d, vulkan::attention_coopmat2_default(d, d)).empty(), d);
+      const vulkan::attention_dims prefill{1, 8, 8, 512, 512, d, d, true, false};
+      CHECK(vulkan::attention_kernel_for(h100, t, prefill) != vulkan::attention_kernel::coopmat2);
+      CHECK(vulkan::attention_kernel_for(h100, t, prefill, 1) != vulkan::attention_kernel::coopmat2);
+    }
+  CHECK(vulkan::attention_coopmat2_check(h100, dtype::f32, 64, 64, {}).find("lacks") != std::string::npos);
+  CHECK(vulkan::attention_coopmat2_check(h100, dtype::f16, 72, 72, {}).find("multiples of 16") != std::string::npos);
+  CHECK(vulkan::attention_coopmat2_check(h100, dtype::f16, 64, 64, {128, 64, 24}).find("tiling") != std::string::npos);
+  CHECK(vulkan::attention_coopmat2_check(h100, dtype::f16, 64, 64, {96, 64, 64}).find("no workgroup-scope shape") != std::string::npos);
+  CHECK(vulkan::attention_coopmat2_check(h100, dtype::f16, 256, 256, {128, 128, 64}).find("registers") != std::string::npos);
+  vulkan::device_info no_reductions = h100;
+  no_reductions.coopmat2_reductions = false;
+  CHECK_FALSE(vulkan::attention_coopmat2_check(no_reductions, dtype::f16, 64, 64, {}).empty());
+  const auto good = sp::attention_coopmat2({false, true});
+  auto refuses = [](const std::vector<std::uint32_t>& w, const std::string& what) {
+    CHECK_THROWS_AS_MESSAGE(sp::check_module("broken", w), vulkan::shader_error, what);
+  };
+  refuses(without_instruction(good, 17, sp::cap::cooperative_matrix_reductions_nv), "no reductions capability");
+  refuses(without_instruction(good, 17, sp::cap::cooperative_matrix_conversions_nv), "no conversions capability");
+  {  // a reduction whose combining function is the per-element exp2 (row, col, x)
+    auto w = good;
+    const std::size_t at = find_instruction(w, 5366), pe = find_instruction(w, 5369);
+    w[at + 5] = w[pe + 4];
+    refuses(w, "a reduction combining with a per-element function");
+  }
+}
+
 TEST_CASE("spirv checker: refuses broken modules, saying what is wrong") {
   const auto good = sp::gemm_coopmat2({false, true, fn::gelu_erf, true, false});
   auto refuses = [](const std::vector<std::uint32_t>& w, const std::string& what) {
@@ -256,15 +328,7 @@ TEST_CASE("spirv checker: refuses broken modules, saying what is wrong") {
 }
 
 TEST_CASE("coopmat2 configs: checked against the device's workgroup-scope shapes; default for f16 and bf16") {
-  vulkan::device_info h100;  // what the H100's driver lists (docs/bench/h100-2026-11-24-coopmat2/)
-  h100.name = "H100-like";
-  h100.nv_cooperative_matrix2 = h100.storage_16bit = h100.fp16_arithmetic = h100.bf16_cooperative_matrix = true;
-  h100.coopmat2_max_workgroup = 256, h100.coopmat2_max_dimension = 1024;
-  for (dtype t : {dtype::f16, dtype::bf16})
-    for (vulkan::coopmat2_shape sh : {vulkan::coopmat2_shape{16, 16, 16, t, 32}, {16, 16, 16, t, 64}, {32, 16, 16, t, 128},
-                                      {32, 32, 16, t, 256}})
-      h100.coopmat2_shapes.push_back(sh);
-  h100.max_workgroup_invocations = 1024, h100.max_shared_memory = 49152, h100.subgroup_size = 32;
+  vulkan::device_info h100 = h100_like();
   h100.subgroup_ops = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
   using vulkan::gemm_config;
   using vulkan::gemm_kernel;

@@ -1,7 +1,11 @@
 // kforge/vulkan/attention.hpp — scaled dot-product attention on
 // policy::vulkan: per call one of three kernels (shaders/attention.hpp) —
 // the split (flash-decoding) kernel for few query rows per KV head, the
-// cooperative-matrix kernel for f16 and bf16 prefill, else the scalar flash kernel.
+// cooperative-matrix kernel for f16 and bf16 prefill, else the scalar flash
+// kernel. A fourth, on workgroup-scope matrices (spirv/attention_coopmat2.hpp),
+// runs only when asked for by tiling (record_attention's `cm2`): it is
+// correct where it was checked on the H100/H200 but 3-4x slower than the
+// cooperative-matrix kernel there (docs/PERFORMANCE.md), so no policy picks it.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -12,7 +16,9 @@
 #include <string>
 
 #include "kforge/vulkan/call.hpp"
+#include "kforge/vulkan/gemm_config.hpp"
 #include "kforge/vulkan/shaders/attention.hpp"
+#include "kforge/vulkan/spirv/attention_coopmat2.hpp"
 
 namespace kforge::vulkan {
 
@@ -21,10 +27,14 @@ enum class attention_kernel {
   scalar,   ///< shaders::attention: one workgroup per query row; any dtype, any head dims
   coopmat,  ///< shaders::attention_coopmat: f16 or bf16 on f16 NV cooperative matrices, D, Dv multiples of 16 up to 256
   split,    ///< shaders::attention_split (+ attention_merge): keys split across workgroups, G·S <= 16 rows
+  coopmat2, ///< spirv::attention_coopmat2 (asked for only): f16/bf16 on workgroup-scope matrices, S % Br == L % Bc == 0
 };
 
 constexpr std::string_view to_string(attention_kernel k) {
-  return k == attention_kernel::coopmat ? "coopmat" : k == attention_kernel::split ? "split" : "scalar";
+  return k == attention_kernel::coopmat    ? "coopmat"
+         : k == attention_kernel::coopmat2 ? "coopmat2"
+         : k == attention_kernel::split    ? "split"
+                                           : "scalar";
 }
 
 /// An attention call's extents as the kernels see them.
@@ -86,6 +96,60 @@ inline attention_coopmat_config attention_coopmat_default(index_t d, index_t dv)
   if (m <= 64) return {4, 2, 64};
   if (m <= 128) return {8, 1, 64};
   return {8, 1, 32};
+}
+
+/// Tiling of attention_coopmat2: `br` query rows and `bc` keys per block over
+/// `wg` invocations (one workgroup-scope matrix per operand; the driver
+/// splits them over the subgroups).
+struct attention_coopmat2_config {
+  std::uint32_t wg = 128, br = 64, bc = 64;
+  std::uint32_t probe = 0;  ///< spirv::attention_coopmat2_spec::probe (timing experiments; wrong results)
+  std::string str() const {
+    return "invocations " + std::to_string(wg) + " rows " + std::to_string(br) + " keys " + std::to_string(bc) +
+           (probe ? " probe " + std::to_string(probe) : "");
+  }
+};
+
+/// Why config c cannot run attention_coopmat2 with head dims d, dv on dt data
+/// on device `info` (empty: it can).
+inline std::string attention_coopmat2_check(const device_info& info, dtype dt, index_t d, index_t dv,
+                                            const attention_coopmat2_config& c) {
+  auto n = [](std::uint64_t v) { return std::to_string(v); };
+  if (!coopmat2_available(info, dt) || !info.coopmat2_reductions)
+    return "device '" + info.name + "' lacks workgroup-scope " + std::string(to_string(dt)) +
+           " cooperative matrices with reductions and conversions";
+  if (d <= 0 || dv <= 0 || d % 16 || dv % 16 || d > 256 || dv > 256)
+    return "head dims D=" + n(static_cast<std::uint64_t>(d)) + ", Dv=" + n(static_cast<std::uint64_t>(dv)) +
+           " are not multiples of 16 up to 256";
+  if (!c.br || !c.bc || c.br % 16 || c.bc % 16 || c.wg > info.coopmat2_max_workgroup ||
+      std::max({c.br, c.bc, static_cast<std::uint32_t>(std::max(d, dv))}) > info.coopmat2_max_dimension)
+    return "tiling " + c.str() + " is not one the device's workgroup-scope matrices take";
+  // Registers: the output (Br×Dv) and the softmax state (M, L and a score block, Br×Bc each) in f32.
+  if (static_cast<std::uint64_t>(c.br) * (static_cast<std::uint64_t>(dv) + 3ull * c.bc) > 256ull * c.wg)
+    return "tiling " + c.str() + " holds more than 256 f32 registers per invocation at Dv=" + n(static_cast<std::uint64_t>(dv));
+  // Every product (Br×Bc×D, Br×Dv×Bc, Br×Bc×Bc) on a shape the device lists for wg invocations.
+  auto listed = [&](std::uint64_t m, std::uint64_t nn, std::uint64_t k) {
+    for (const auto& s : info.coopmat2_shapes)
+      if (s.type == dt && s.invocations == c.wg && s.m && s.n && s.k && m % s.m == 0 && nn % s.n == 0 && k % s.k == 0) return true;
+    return false;
+  };
+  const std::uint64_t D = static_cast<std::uint64_t>(d), Dv = static_cast<std::uint64_t>(dv);
+  if (!listed(c.br, c.bc, D) || !listed(c.br, Dv, c.bc) || !listed(c.br, c.bc, c.bc))
+    return "no workgroup-scope shape of " + std::string(to_string(dt)) + " with " + n(c.wg) + " invocations divides tiling " +
+           c.str() + " at D=" + n(D) + ", Dv=" + n(Dv);
+  return {};
+}
+
+/// The tiling vk_bench times attention_coopmat2 with first (--attention-sweep times the others).
+inline attention_coopmat2_config attention_coopmat2_default(index_t d, index_t dv) {
+  const index_t m = std::max(d, dv);
+  if (m <= 128) return {128, 64, 64};
+  return {256, 64, 32};
+}
+
+/// The SPIR-V variant of attention_coopmat2 (emitted once per variant and kept).
+inline const shader_variant& attention_coopmat2_variant(const spirv::attention_coopmat2_spec& spec) {
+  return detail::emitted_variant(spec.name(), [&] { return spirv::attention_coopmat2(spec); });
 }
 
 /// Whether attention on dt data with head dims d, dv can run on cooperative
@@ -173,15 +237,20 @@ inline buffer_ref record_kv_prefix(stream& s, dtype dt, const attention_dims& a,
 }
 
 /// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
-/// scalar kernel's workgroup size; `config` and `plan` override the coopmat
-/// kernel's tiling and the split kernel's cut (benchmarks and tuning;
-/// nullptr: attention_coopmat_default, attention_split_plan_for).
+/// scalar kernel's workgroup size; `config`, `cm2` and `plan` override the
+/// coopmat kernel's tiling (and run it), the coopmat2 kernel's tiling (and
+/// run it) and the split kernel's cut (benchmarks and tuning; nullptr:
+/// attention_kernel_for's choice with the default tilings).
 inline void record_attention(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
                              buffer_ref v_, buffer_ref o, int coopmat = -1, std::uint32_t wg = 128,
-                             const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr) {
+                             const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr,
+                             const attention_coopmat2_config* cm2 = nullptr) {
   using namespace detail;
   context& ctx = s.ctx();
-  const attention_kernel kind = a.l == 0 ? attention_kernel::scalar : attention_kernel_for(ctx.info(), dt, a, coopmat);
+  const attention_kernel kind = a.l == 0  ? attention_kernel::scalar
+                                : cm2     ? attention_kernel::coopmat2
+                                : config  ? attention_kernel::coopmat
+                                          : attention_kernel_for(ctx.info(), dt, a, coopmat);
   struct push {
     std::uint32_t bh, s, l, d, dv;
     float scale;
@@ -191,6 +260,21 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
   // Every index the kernels form fits 32 bits (elements of the largest tensor).
   u32(std::max(a.b * a.h * a.s * std::max(a.d, a.dv), a.b * a.hkv * a.l * std::max(a.d, a.dv)), "elements");
   const std::vector<binding> io{{q}, {k}, {v_}, {o, true}};
+  if (kind == attention_kernel::coopmat2) {
+    const attention_coopmat2_config c = cm2 ? *cm2 : attention_coopmat2_default(a.d, a.dv);
+    const std::string why = attention_coopmat2_check(ctx.info(), dt, a.d, a.dv, c);
+    if (!why.empty()) throw unsupported_error("kforge::vulkan: attention_coopmat2: " + why);
+    // Its bounds-checked path (a query block past S, a key block past L) ran into the tests' time
+    // limits on the H200 (slow pipeline builds or a hang, not told apart): only whole blocks run.
+    if (a.s % c.br || a.l % c.bc)
+      throw unsupported_error("kforge::vulkan: attention_coopmat2 takes S and L in whole blocks (" + c.str() + "), not S=" +
+                              std::to_string(a.s) + ", L=" + std::to_string(a.l));
+    const auto& v = attention_coopmat2_variant({dt == dtype::bf16, a.causal, c.probe});
+    const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2, 3, 4}}, {c.wg, c.br, c.bc, pc.d, pc.dv});
+    const std::uint64_t blocks = static_cast<std::uint64_t>(pc.bh) * ((static_cast<std::uint64_t>(a.s) + c.br - 1) / c.br);
+    s.dispatch(p, io, &pc, sizeof pc, grid(blocks), "attention coopmat2");
+    return;
+  }
   if (kind == attention_kernel::coopmat) {
     const attention_coopmat_config c = config ? *config : attention_coopmat_default(a.d, a.dv);
     const std::string why = attention_coopmat_check(ctx.info(), dt, a.d, a.dv, c);

@@ -60,6 +60,7 @@ struct device_info {
   // dimensions, tensor addressing and per-element operations (and the KHR extension, the memory model,
   // maintenance4, 16-bit storage, Vulkan 1.3).
   bool nv_cooperative_matrix2 = false;
+  bool coopmat2_reductions = false;  // ... with reductions and use conversions (attention_coopmat2)
   std::uint32_t coopmat2_max_workgroup = 0, coopmat2_max_dimension = 0, coopmat2_reserved_shared = 0;
   std::vector<coopmat2_shape> coopmat2_shapes;  // f16 and bf16 inputs, f32 accumulation, workgroup scope
   bool bf16_type = false;                // VK_KHR_shader_bfloat16: shaderBFloat16Type
@@ -227,6 +228,7 @@ inline device_info query_device(VkInstance inst, VkPhysicalDevice p, int index, 
   d.nv_cooperative_matrix2 = nv_cm2 && d.khr_cooperative_matrix && d.maintenance4 && f11.storageBuffer16BitAccess &&
                              fcm2.cooperativeMatrixWorkgroupScope && fcm2.cooperativeMatrixFlexibleDimensions &&
                              fcm2.cooperativeMatrixTensorAddressing && fcm2.cooperativeMatrixPerElementOperations;
+  d.coopmat2_reductions = d.nv_cooperative_matrix2 && fcm2.cooperativeMatrixReductions && fcm2.cooperativeMatrixConversions;
   if (d.nv_cooperative_matrix2) {
     d.coopmat2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     d.coopmat2_max_dimension = cm2p.cooperativeMatrixFlexibleDimensionsMaxDimension;
@@ -350,6 +352,7 @@ inline std::string devices_json() {
       << ", \"nv_cooperative_matrix\": " << (d.nv_cooperative_matrix ? "true" : "false")
       << ", \"khr_cooperative_matrix\": " << (d.khr_cooperative_matrix ? "true" : "false")
       << ", \"nv_cooperative_matrix2\": " << (d.nv_cooperative_matrix2 ? "true" : "false")
+      << ", \"coopmat2_reductions\": " << (d.coopmat2_reductions ? "true" : "false")
       << ", \"coopmat2_shapes\": \"" << detail::coopmat2_shapes_str(d) << "\""
       << ", \"bf16_tensors\": " << (d.storage_16bit ? "true" : "false")
       << ", \"bf16_tensor_cores\": " << (coopmat2_lists(d, dtype::bf16) ? "true" : "false")

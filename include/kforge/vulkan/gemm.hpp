@@ -45,19 +45,7 @@ inline bool gemm_vector_loads(const gemm_config& cfg, index_t n, index_t k) {
 
 /// The SPIR-V variant of the coopmat2 kernel (emitted once per variant and kept).
 inline const shader_variant& gemm_coopmat2_variant(const spirv::gemm_coopmat2_spec& spec) {
-  static std::mutex mu;
-  static std::map<std::string, shader_variant> made;
-  const std::string name = spec.name();
-  std::lock_guard lock(mu);
-  auto it = made.find(name);
-  if (it == made.end()) {
-    shader_variant v;
-    v.name = name;
-    v.spirv = spirv::gemm_coopmat2(spec);
-    v.key = shader_compiler::cache_key(v);
-    it = made.emplace(name, std::move(v)).first;
-  }
-  return it->second;
+  return detail::emitted_variant(spec.name(), [&] { return spirv::gemm_coopmat2(spec); });
 }
 
 /// The shader variant of a gemm kernel: its source (gemm_common's prelude

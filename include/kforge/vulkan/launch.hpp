@@ -59,6 +59,25 @@ inline const shader_variant& make_variant(const std::string& name, const std::st
   return it->second;
 }
 
+/// A kernel kforge emits as SPIR-V itself (vulkan/spirv/): made by `emit`
+/// once per `name` (which names one module: the emitters are deterministic
+/// in their spec) and kept with its cache key, as make_variant's.
+template <class Emit>
+const shader_variant& emitted_variant(const std::string& name, Emit&& emit) {
+  static std::mutex mu;
+  static std::map<std::string, shader_variant, std::less<>> made;
+  std::lock_guard lock(mu);
+  auto it = made.find(name);
+  if (it == made.end()) {
+    shader_variant v;
+    v.name = name;
+    v.spirv = emit();
+    v.key = shader_compiler::cache_key(v);
+    it = made.emplace(name, std::move(v)).first;
+  }
+  return it->second;
+}
+
 /// A 2-D grid of `count` workgroups (x capped at 65535; kernels use kf_group_id()).
 inline std::array<std::uint32_t, 3> grid(std::uint64_t count) {
   if (count == 0) return {0, 1, 1};

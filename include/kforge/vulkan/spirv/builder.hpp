@@ -101,6 +101,7 @@ enum class op : std::uint16_t {
   u_mod = 137,
   matrix_times_scalar = 143,
   is_nan = 156,
+  is_inf = 157,
   logical_or = 166,
   logical_and = 167,
   logical_not = 168,
@@ -189,13 +190,13 @@ enum class builtin : word {
 enum class scope : word { device = 1, workgroup = 2, subgroup = 3, invocation = 4 };
 
 /// GLSL.std.450 extended instructions used by kforge's kernels.
-enum class glsl : word { fabs = 4, exp = 27, fmin = 37, umin = 38, fmax = 40, umax = 41, fma = 50, nmin = 79, nmax = 80 };
+enum class glsl : word { fabs = 4, exp = 27, exp2 = 29, fmin = 37, umin = 38, fmax = 40, umax = 41, fma = 50, nmin = 79, nmax = 80 };
 
 /// Capability numbers (SPIR-V unified grammar).
 namespace cap {
 inline constexpr word shader = 1, float16 = 9, int16 = 22, storage_buffer_16bit = 4433, vulkan_memory_model = 5345;
 inline constexpr word cooperative_matrix_khr = 6022;
-inline constexpr word cooperative_matrix_conversions_nv = 5431, cooperative_matrix_per_element_nv = 5432,
+inline constexpr word cooperative_matrix_reductions_nv = 5430, cooperative_matrix_conversions_nv = 5431, cooperative_matrix_per_element_nv = 5432,
                       cooperative_matrix_tensor_addressing_nv = 5433, tensor_addressing_nv = 5439;
 inline constexpr word bfloat16_type_khr = 5116, bfloat16_cooperative_matrix_khr = 5118;
 }  // namespace cap
@@ -205,6 +206,10 @@ inline constexpr word bfloat16_type_khr = 5116, bfloat16_cooperative_matrix_khr 
 inline constexpr word clamp_undefined = 0, clamp_constant = 1;
 /// CooperativeMatrixUse.
 inline constexpr word use_a = 0, use_b = 1, use_accumulator = 2;
+/// CooperativeMatrixReduce mask bits (SPV_NV_cooperative_matrix2).
+inline constexpr word reduce_row = 1, reduce_column = 2;
+/// Memory semantics: AcquireRelease | WorkgroupMemory (a workgroup barrier's).
+inline constexpr word semantics_workgroup_acq_rel = 0x8 | 0x100;
 
 /// A SPIR-V module under construction (see the header comment).
 class module_builder {
@@ -340,6 +345,17 @@ class module_builder {
     interface_.push_back(r);
     return r;
   }
+  /// A storage buffer `struct { elem data[]; }` (array stride `stride`) in set 0 at `binding`.
+  id storage_buffer(word binding, id elem, word stride, bool readonly) {
+    const id st = type_struct({type_runtime_array(elem, stride)});
+    decorate(st, decoration::block);
+    member_decorate(st, 0, decoration::offset, {0});
+    if (readonly) member_decorate(st, 0, decoration::non_writable);
+    const id var = global(storage::storage_buffer, st);
+    decorate(var, decoration::descriptor_set, {0});
+    decorate(var, decoration::binding, {binding});
+    return var;
+  }
   /// A variable decorated as built-in input `b`.
   id builtin_input(builtin b, id type) {
     const id v = global(storage::input, type);
@@ -357,6 +373,19 @@ class module_builder {
     fn_head_.clear(), fn_vars_.clear(), fn_body_.clear();
     put(fn_head_, op::function, {ret_type, f, 0, fn_type});
     first_label_ = true;
+    return f;
+  }
+  /// A whole function: ret f(params...) { return body(parameter ids); } (body emits into its one
+  /// entry block and may add structured control flow). Returns the function's id.
+  template <class Body>
+  id function(id ret, const std::vector<id>& params, Body&& body) {
+    const id f = begin_function(ret, type_function(ret, params));
+    std::vector<id> args;
+    for (id t : params) args.push_back(param(t));
+    label(new_label());
+    const id r = body(args);
+    inst_void(op::return_value, {r});
+    end_function();
     return f;
   }
   id param(id type) {

@@ -19,8 +19,10 @@
 //   - cooperative-matrix typing: MulAdd's A (M×K, use A), B (K×N, use B),
 //     C and result (M×N, accumulator), one scope, the same size ids;
 //     tensor loads' Object typed as their result; a conversion keeps scope,
-//     size and use; a per-element op's function takes (uint, uint, the
-//     component type, extras...) and returns the component type.
+//     size and use (ConvertNV: only the use may change); a per-element op's
+//     function takes (uint, uint, the component type, extras...) and returns
+//     the component type (an extra of the matrix's type passes its element);
+//     a reduction keeps the reduced dimension and combines two components.
 // It throws shader_error naming the module, the instruction's word offset
 // and what is wrong.
 #pragma once
@@ -80,7 +82,7 @@ inline std::string_view operand_pattern(word opcode) {
     case op::composite_construct: return "TR*i";
     case op::composite_extract: return "TRi*l";
     case op::convert_f_to_u: case op::convert_u_to_f: case op::u_convert: case op::f_convert: case op::bitcast:
-    case op::f_negate: case op::is_nan: case op::logical_not: return "TRi";
+    case op::f_negate: case op::is_nan: case op::is_inf: case op::logical_not: return "TRi";
     case op::i_add: case op::f_add: case op::i_sub: case op::f_sub: case op::i_mul: case op::f_mul: case op::u_div:
     case op::f_div: case op::u_mod: case op::matrix_times_scalar: case op::logical_or: case op::logical_and:
     case op::i_equal: case op::i_not_equal: case op::u_greater_than: case op::u_greater_than_equal:
@@ -379,8 +381,24 @@ inline void check_module(const std::string& name, const std::vector<word>& w) {
       }();
       if (sig.size() != 5 + (x.ops.size() - 4) || sig[1] != r.comp || sig[2] != u32 || sig[3] != u32 || sig[4] != r.comp)
         fail(x.at, "PerElementOp: the function is not (uint row, uint col, component, extras...) -> component");
+      // An extra operand of the matrix's own type passes its element at (row, col).
       for (std::size_t e = 4; e < x.ops.size(); ++e)
-        if (sig[5 + (e - 4)] != result_type(x.ops[e])) fail(x.at, "PerElementOp: an extra operand's type differs from its parameter");
+        if (sig[5 + (e - 4)] != result_type(x.ops[e]) && !(result_type(x.ops[e]) == x.ops[0] && sig[5 + (e - 4)] == r.comp))
+          fail(x.at, "PerElementOp: an extra operand's type differs from its parameter");
+    } else if (o == op::cooperative_matrix_reduce_nv) {
+      const cm r = coopmat_of(x.ops[0], x.at), s = coopmat_of(result_type(x.ops[2]), x.at);
+      if (value(r.use).second != use_accumulator || !same(r.comp, s.comp) || !same(r.scope, s.scope))
+        fail(x.at, "Reduce: the result is not an accumulator of the matrix's component type and scope");
+      if ((x.ops[3] & reduce_row) && !same(r.rows, s.rows)) fail(x.at, "Reduce: a row reduction changes the row count");
+      if ((x.ops[3] & reduce_column) && !same(r.cols, s.cols)) fail(x.at, "Reduce: a column reduction changes the column count");
+      const inst* f = def_of(x.ops[4]);
+      const inst* ft = f ? def_of(f->ops[3]) : nullptr;
+      if (!f || !ft || ft->ops.size() != 4 || ft->ops[1] != r.comp || ft->ops[2] != r.comp || ft->ops[3] != r.comp)
+        fail(x.at, "Reduce: the combining function is not (component, component) -> component");
+    } else if (o == op::cooperative_matrix_convert_nv) {
+      const cm r = coopmat_of(x.ops[0], x.at), s = coopmat_of(result_type(x.ops[2]), x.at);
+      if (!same(r.comp, s.comp) || !same(r.scope, s.scope) || !same(r.rows, s.rows) || !same(r.cols, s.cols))
+        fail(x.at, "ConvertNV: component type, scope or size differ (only the use may change)");
     }
   }
 }

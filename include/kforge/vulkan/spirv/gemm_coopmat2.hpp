@@ -34,6 +34,7 @@
 #endif
 
 #include <cstdint>
+#include <initializer_list>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -69,6 +70,26 @@ struct gemm_coopmat2_spec {
 };
 
 namespace detail {
+/// The declarations every workgroup-scope tensor-core module starts with: its capabilities
+/// (those of `extra` added), extensions, f16 or bf16 types, and the Vulkan memory model.
+inline void coopmat2_prelude(module_builder& mb, bool bf16, std::initializer_list<word> extra) {
+  for (word c : {cap::shader, cap::vulkan_memory_model, cap::storage_buffer_16bit, cap::cooperative_matrix_khr,
+                 cap::cooperative_matrix_tensor_addressing_nv, cap::tensor_addressing_nv})
+    mb.capability(c);
+  for (word c : extra) mb.capability(c);
+  if (bf16) {
+    mb.capability(cap::bfloat16_type_khr);
+    mb.capability(cap::bfloat16_cooperative_matrix_khr);
+  } else {
+    mb.capability(cap::float16);
+  }
+  mb.extension("SPV_KHR_cooperative_matrix");
+  mb.extension("SPV_NV_cooperative_matrix2");
+  mb.extension("SPV_NV_tensor_addressing");
+  if (bf16) mb.extension("SPV_KHR_bfloat16");
+  mb.memory_model_vulkan();
+}
+
 /// Scalar float helpers over a builder (f32 arithmetic inside a function).
 struct fmath {
   module_builder& mb;
@@ -103,6 +124,19 @@ struct fmath {
     const id e = sub(c(1.0f), mul(t, exp(add(sub(neg(mul(z, z)), c(1.26551223f)), mul(t, p)))));
     return sel(lt(v, c(0.0f)), neg(e), e);
   }
+  /// kf_bf16_bits (shaders/common.hpp) kept in f32: x rounded to the nearest even bf16 value, NaN
+  /// -> quiet NaN of its sign (NVIDIA converts f32 matrices to bf16 toward zero, seen on the H100:
+  /// a value rounded first converts exactly under any rounding mode).
+  id round_bf16(id x) const {
+    const id u32 = mb.type_uint();
+    auto ui = [&](op o, id p, id q) { return mb.inst(o, u32, {p, q}); };
+    const id u = mb.inst(op::bitcast, u32, {x});
+    const id is_nan = mb.inst(op::u_greater_than, b, {ui(op::bitwise_and, u, mb.const_uint(0x7fffffffu)), mb.const_uint(0x7f800000u)});
+    const id odd = ui(op::bitwise_and, ui(op::shift_right_logical, u, mb.const_uint(16)), mb.const_uint(1));
+    const id rounded = ui(op::bitwise_and, ui(op::i_add, ui(op::i_add, u, mb.const_uint(0x7fffu)), odd), mb.const_uint(0xffff0000u));
+    const id quiet = ui(op::bitwise_or, ui(op::bitwise_and, u, mb.const_uint(0x80000000u)), mb.const_uint(0x7fc00000u));
+    return mb.inst(op::bitcast, f32, {mb.inst(op::select, u32, {is_nan, quiet, rounded})});
+  }
   /// kf_apply for the activations a gemm epilogue fuses (relu and leaky_relu keep NaN:
   /// NVIDIA's compiler folds x < 0 ? 0 : x into max, which drops it).
   id activation(fn act, id x, id slope) const {
@@ -135,41 +169,18 @@ struct fmath {
 /// The SPIR-V (1.6) words of one variant.
 inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   module_builder mb;
-  for (word c : {cap::shader, cap::vulkan_memory_model, cap::storage_buffer_16bit, cap::cooperative_matrix_khr,
-                 cap::cooperative_matrix_tensor_addressing_nv, cap::tensor_addressing_nv})
-    mb.capability(c);
-  if (v.bf16) {
-    mb.capability(cap::bfloat16_type_khr);
-    mb.capability(cap::bfloat16_cooperative_matrix_khr);
-  } else {
-    mb.capability(cap::float16);
-  }
   // The epilogue runs per element (alpha, beta·C, bias, activation) where it is more than alpha·acc,
   // and always for bf16 C: NVIDIA converts a f32 coopmat to bf16 rounding toward zero (seen on the
   // H100), so the epilogue rounds each value to the nearest even bf16 first, which any rounding mode
   // then converts exactly.
   const bool per_element = !v.split && (v.bf16 || v.bias || v.read_c || v.act != fn::identity);
-  if (per_element) mb.capability(cap::cooperative_matrix_per_element_nv);
-  mb.extension("SPV_KHR_cooperative_matrix");
-  mb.extension("SPV_NV_cooperative_matrix2");
-  mb.extension("SPV_NV_tensor_addressing");
-  if (v.bf16) mb.extension("SPV_KHR_bfloat16");
-  mb.memory_model_vulkan();
+  if (per_element) detail::coopmat2_prelude(mb, v.bf16, {cap::cooperative_matrix_per_element_nv});
+  else detail::coopmat2_prelude(mb, v.bf16, {});
 
   const id u32 = mb.type_uint(), f32 = mb.type_float(32), t16 = v.bf16 ? mb.type_bfloat16() : mb.type_float(16);
   const id v3u = mb.type_vector(u32, 3);
 
-  // Storage buffers: struct { X data[]; } in set 0 at `binding`.
-  auto buffer = [&](word binding, id elem, word stride, bool readonly) {
-    const id st = mb.type_struct({mb.type_runtime_array(elem, stride)});
-    mb.decorate(st, decoration::block);
-    mb.member_decorate(st, 0, decoration::offset, {0});
-    if (readonly) mb.member_decorate(st, 0, decoration::non_writable);
-    const id var = mb.global(storage::storage_buffer, st);
-    mb.decorate(var, decoration::descriptor_set, {0});
-    mb.decorate(var, decoration::binding, {binding});
-    return var;
-  };
+  auto buffer = [&](word binding, id elem, word stride, bool readonly) { return mb.storage_buffer(binding, elem, stride, readonly); };
   const id v4u = mb.type_vector(mb.type_uint(), 4);
   const id ab_t = v.vec_pointers ? v4u : t16;
   const word ab_stride = v.vec_pointers ? 16 : 2;
@@ -226,15 +237,7 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
     // Columns past N read the last bias (their results are dropped by the store).
     if (v.bias) x = f.add(x, read16(buf_bias, umin(gn, ui(op::i_sub, nn, one))));
     x = f.activation(v.act, x, slope);
-    if (v.bf16) {
-      // kf_bf16_bits (shaders/common.hpp) kept in f32: round to nearest even, NaN -> quiet NaN of its sign.
-      const id u = mb.inst(op::bitcast, u32, {x});
-      const id is_nan = mb.inst(op::u_greater_than, f.b, {ui(op::bitwise_and, u, mb.const_uint(0x7fffffffu)), mb.const_uint(0x7f800000u)});
-      const id odd = ui(op::bitwise_and, ui(op::shift_right_logical, u, mb.const_uint(16)), one);
-      const id rounded = ui(op::bitwise_and, ui(op::i_add, ui(op::i_add, u, mb.const_uint(0x7fffu)), odd), mb.const_uint(0xffff0000u));
-      const id quiet = ui(op::bitwise_or, ui(op::bitwise_and, u, mb.const_uint(0x80000000u)), mb.const_uint(0x7fc00000u));
-      x = mb.inst(op::bitcast, f32, {mb.inst(op::select, u32, {is_nan, quiet, rounded})});
-    }
+    if (v.bf16) x = f.round_bf16(x);
     mb.inst_void(op::return_value, {x});
     mb.end_function();
   }
