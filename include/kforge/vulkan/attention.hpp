@@ -264,8 +264,9 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     const attention_coopmat2_config c = cm2 ? *cm2 : attention_coopmat2_default(a.d, a.dv);
     const std::string why = attention_coopmat2_check(ctx.info(), dt, a.d, a.dv, c);
     if (!why.empty()) throw unsupported_error("kforge::vulkan: attention_coopmat2: " + why);
-    // Its bounds-checked path (a query block past S, a key block past L) ran into the tests' time
-    // limits on the H200 (slow pipeline builds or a hang, not told apart): only whole blocks run.
+    // It reads through unclamped tensor layouts: whole blocks only. (A bounds-checked form, for a
+    // query block past S or a key block past L, ran into the tests' time limits on the H200 — slow
+    // pipeline builds or a hang, not told apart — and was removed.)
     if (a.s % c.br || a.l % c.bc)
       throw unsupported_error("kforge::vulkan: attention_coopmat2 takes S and L in whole blocks (" + c.str() + "), not S=" +
                               std::to_string(a.s) + ", L=" + std::to_string(a.l));
