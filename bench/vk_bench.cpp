@@ -282,6 +282,11 @@ std::vector<vulkan::gemm_config> sweep_candidates(const vulkan::device_info& d, 
       c.tn = tn, c.bk = bk, c.warps = w, c.bn = 32 * w / kl * tn;
       add(c);
     }
+    // gemv_coopmat (f16): subgroups × column fragments each × B rows per step × splits.
+    for (auto [w, nf, bk] : std::initializer_list<std::array<std::uint32_t, 3>>{
+             {4, 4, 32}, {4, 2, 32}, {4, 4, 16}, {4, 2, 64}, {8, 2, 32}, {8, 4, 32}, {2, 4, 32}, {4, 8, 16}, {4, 4, 64}})
+      for (std::uint32_t kc : {1u, 2u, 4u})
+        for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 16 * nf * w, bk, kc, 0, w, 0, 0, s});
   } else if (m <= 32) {  // gemv past its class: two workgroup rows of 16, or one of 32
     for (std::uint32_t s : {4u, 8u, 16u}) {
       gemm_config c = g;

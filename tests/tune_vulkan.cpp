@@ -89,9 +89,11 @@ TEST_CASE("vulkan tuning: valid_configs are the backend's configs the device run
 TEST_CASE("vulkan tuning: every kernel's config survives its cache entry and keeps its workgroup") {
   // No device needed: a coopmat2 config once lost its subgroups (invocations 0) and could not be read back.
   std::vector<gemm_config> cs;
-  for (auto k : {gemm_kernel::generic, gemm_kernel::tiled, gemm_kernel::coopmat_f16, gemm_kernel::gemv, gemm_kernel::coopmat2}) {
+  for (auto k : {gemm_kernel::generic, gemm_kernel::tiled, gemm_kernel::coopmat_f16, gemm_kernel::gemv,
+                 gemm_kernel::gemv_coopmat, gemm_kernel::coopmat2}) {
     gemm_config c;
     c.kernel = k;
+    if (k == gemm_kernel::gemv_coopmat) c = {gemm_kernel::gemv_coopmat, 16, 256, 16, 2, 0, 4, 0, 0, 4};
     if (k == gemm_kernel::coopmat2) c = {gemm_kernel::coopmat2, 128, 256, 32, 4, 0, 8, 0, 8, 1};
     if (k == gemm_kernel::gemv) c = {gemm_kernel::gemv, 8, 256, 8, 0, 4, 8, 0, 0, 16};
     cs.push_back(c);
@@ -111,6 +113,10 @@ TEST_CASE("vulkan tuning: every kernel's config survives its cache entry and kee
   gemm_config other = cs.back();
   other.tm = 2;  // another unroll is another candidate
   CHECK(tune::vulkan_config_name(other) != tune::vulkan_config_name(cs.back()));
+  // gemv_coopmat keeps its A chunk (tm): another chunk is another candidate.
+  const gemm_config gc{gemm_kernel::gemv_coopmat, 16, 256, 16, 2, 0, 4, 0, 0, 4};
+  CHECK(tune::vulkan_config_name(gc) == "vulkan/gemv_coopmat/16x256x16/c2w4/g0/s4");
+  CHECK(tune::vulkan_config_of(tune::vulkan_config_entry(gc))->tm == 2);
   if (auto* ctx = kft::test_context())
     for (const auto dt : {kforge::dtype::f32, kforge::dtype::f16, kforge::dtype::bf16})
       for (const auto& c : kforge::vulkan::valid_configs(*ctx, dt)) {

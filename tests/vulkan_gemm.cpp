@@ -100,6 +100,7 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half, bfl
     }
     if (cfg.kernel == vulkan::gemm_kernel::gemv && ((cfg.splits != 1 && cfg.splits != 16) || (cpu && cfg.bm * cfg.tn > 32)))
       continue;
+    if (cfg.kernel == vulkan::gemm_kernel::gemv_coopmat && cfg.splits != 1 && cfg.splits != 16) continue;
     // coopmat2 pipelines take seconds each to build on the H100: its tiles with K step 32, the
     // default unrolling and tile order, unsplit or split in 2 (vk_bench --coopmat2 checks the rest).
     if (cfg.kernel == vulkan::gemm_kernel::coopmat2 &&
@@ -196,6 +197,8 @@ TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the dec
       {vulkan::gemm_kernel::gemv, 2, 256, 4, 0, 8, 4, 0, 0, 3},
       {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 3},
       {vulkan::gemm_kernel::coopmat_f16, 32, 128, 32, 0, 0, 4, 2, 8, 3},
+      {vulkan::gemm_kernel::gemv_coopmat, 16, 128, 16, 1, 0, 4, 0, 0, 3},
+      {vulkan::gemm_kernel::gemv_coopmat, 16, 256, 32, 2, 0, 4, 0, 0, 1},
   };
   for (const index_t m : {1, 2, 4, 5, 7, 8, 9, 15, 16, 17})
     for (const auto& [n, k] : {std::pair<index_t, index_t>{67, 133}, std::pair<index_t, index_t>{96, 300}}) {
@@ -274,8 +277,21 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
       if (last_gemv >= 8) CHECK(K0::gemm(d, dt, 8, 4096, 4096).bk == (dt == dtype::f32 ? 16u : 8u));
       CHECK(K0::gemm(d, dt, 1, 4096, 4096).bk == 8);
     }
-    // Past the last gemv row, up to 32: 32-row tiles split along K (16 and 17 alike).
+    // Past the last gemv row, up to 16: f16 on NV subgroup-scope matrices streams B through the
+    // tensor cores (gemv_coopmat, one 16-row fragment, K split to fill the device).
+    const bool gemv_coop = dt == dtype::f16 && vulkan::coopmat_f16_available(d);
+    for (const std::uint64_t m : {last_gemv + 1, std::uint64_t{16}}) {
+      if (!gemv_coop) break;
+      const auto c = K0::gemm(d, dt, m, 4096, 4096);
+      CAPTURE(m);
+      CHECK(c.kernel == gemm_kernel::gemv_coopmat);
+      CHECK(c.bm == 16);
+      CHECK(c.splits == 16);  // 16 column blocks of 256, split towards 200 workgroups, 256 deep
+      CHECK(K0::gemm(d, dt, m, 128256, 4096).splits == 1);  // 501 column blocks fill the device
+    }
+    // Else, up to 32: 32-row tiles split along K (16 and 17 alike).
     for (const std::uint64_t m : {last_gemv + 1, std::uint64_t{16}, std::uint64_t{17}, std::uint64_t{32}}) {
+      if (gemv_coop && m <= 16) continue;
       const auto c = K0::gemm(d, dt, m, 4096, 4096);
       CAPTURE(m);
       CHECK(c.kernel == tile);
@@ -357,7 +373,7 @@ TEST_CASE("vulkan gemm_config_check says why") {
 // No device needed: glslang compiles every load and split variant of the
 // cooperative-matrix kernel, of gemv and of the split-K sum, and SPIRV-Cross
 // (or the decorations, for coopmat) finds the interface the host binds.
-TEST_CASE("vulkan gemm_coopmat_f16, gemv and the split-K sum compile and match their interfaces") {
+TEST_CASE("vulkan gemm_coopmat_f16, gemv, gemv_coopmat and the split-K sum compile and match their interfaces") {
   const vulkan::gemm_config coop{vulkan::gemm_kernel::coopmat_f16, 128, 128, 32, 0, 0, 8, 2, 8, 2};
   for (const bool vec : {false, true})
     for (const bool split : {false, true}) {
@@ -376,6 +392,14 @@ TEST_CASE("vulkan gemm_coopmat_f16, gemv and the split-K sum compile and match t
           REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
           CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 24, {0, 1, 2, 3, 4}}));
         }
+  const vulkan::gemm_config gc{vulkan::gemm_kernel::gemv_coopmat, 16, 256, 32, 1, 0, 4, 0, 0, 2};
+  for (const bool vec : {false, true})
+    for (const bool split : {false, true}) {
+      const vulkan::shader_variant v = vulkan::detail::gemm_variant(gc, dtype::f16, !split, fn::gelu_erf, vec, split);
+      std::vector<std::uint32_t> spv;
+      REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
+      CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 24, {0, 1, 2, 3, 4}}));
+    }
   for (const dtype dt : {dtype::f32, dtype::f16}) {
     const vulkan::shader_variant v = vulkan::detail::gemm_splitk_variant(dt, true, fn::relu);
     std::vector<std::uint32_t> spv;

@@ -392,3 +392,51 @@ TEST_CASE("coopmat2 configs: checked against the device's workgroup-scope shapes
   CHECK(c2 >= 20);
   CHECK(wgs == std::set<std::uint32_t>{128, 256});
 }
+
+TEST_CASE("gemv_coopmat configs: checked, and the default for f16 decode rows past gemv's where NV fragments run") {
+  using vulkan::gemm_config;
+  using vulkan::gemm_kernel;
+  vulkan::device_info h100 = h100_like();
+  h100.nv_coopmat_f16_16x16x16 = true;
+  h100.subgroup_ops |= VK_SUBGROUP_FEATURE_SHUFFLE_BIT;  // gemv needs shuffles
+  const gemm_config ok{gemm_kernel::gemv_coopmat, 16, 256, 16, 1, 0, 4, 0, 0, 4};
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, ok).empty());
+  CHECK(vulkan::gemm_config_check(h100, dtype::f32, ok).find("f16") != std::string::npos);
+  CHECK(vulkan::gemm_config_check(h100, dtype::bf16, ok).find("f16") != std::string::npos);
+  gemm_config bad = ok;
+  bad.bm = 32;
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("bm") != std::string::npos);
+  bad = ok, bad.bk = 48;
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("bk") != std::string::npos);
+  bad = ok, bad.tm = 3;
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("chunk") != std::string::npos);
+  bad = ok, bad.tm = 4, bad.bn = 512;  // a 1024-column A chunk and 8 fragments' B blocks: past 48 KiB
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("shared memory") != std::string::npos);
+  bad = ok, bad.bn = 200;
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("fragments") != std::string::npos);
+  bad = ok, bad.bn = 512, bad.bk = 64;  // 8 column fragments × 4 fragment rows in flight
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, bad).find("registers") != std::string::npos);
+  vulkan::device_info no_nv = h100;
+  no_nv.nv_coopmat_f16_16x16x16 = false;
+  CHECK(vulkan::gemm_config_check(no_nv, dtype::f16, ok).find("NV cooperative") != std::string::npos);
+  // Defaults: gemv to 4 rows, gemv_coopmat from 5 to 16, 32-row tiles past that; bf16 and f32 keep theirs.
+  auto cfg = [&](dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) { return vulkan::gemm_default_config(h100, dt, m, n, k); };
+  CHECK(cfg(dtype::f16, 4, 14336, 4096).kernel == gemm_kernel::gemv);
+  for (std::uint64_t m : {5u, 8u, 16u}) {
+    CAPTURE(m);
+    const gemm_config c = cfg(dtype::f16, m, 14336, 4096);
+    CHECK(c.kernel == gemm_kernel::gemv_coopmat);
+    CHECK(vulkan::gemm_config_check(h100, dtype::f16, c).empty());
+    CHECK(c.splits == 4);  // 56 column blocks of 256 towards 200 workgroups: 224
+  }
+  CHECK(cfg(dtype::f16, 8, 28672, 8192).splits == 2);
+  CHECK(cfg(dtype::f16, 8, 128256, 4096).splits == 1);
+  CHECK(cfg(dtype::f16, 8, 64, 256).splits == 1);  // K of one chunk: no split
+  CHECK(cfg(dtype::f16, 17, 14336, 4096).kernel == gemm_kernel::coopmat2);
+  CHECK(cfg(dtype::bf16, 8, 14336, 4096).kernel == gemm_kernel::coopmat2);
+  CHECK(cfg(dtype::f32, 8, 14336, 4096).kernel == gemm_kernel::gemv);
+  CHECK(vulkan::gemm_default_config(h100, dtype::f16, 8, 14336, 4096, false).kernel == gemm_kernel::gemv);
+  int n = 0;
+  for (const auto& c : vulkan::gemm_configs(h100, dtype::f16)) n += c.kernel == gemm_kernel::gemv_coopmat;
+  CHECK(n >= 15);
+}

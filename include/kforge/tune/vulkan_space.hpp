@@ -54,6 +54,7 @@ namespace detail {
 inline vulkan::gemm_config normalised(vulkan::gemm_config c) {
   if (c.kernel == vulkan::gemm_kernel::coopmat_f16) c.tm = c.tn = 0;
   else if (c.kernel == vulkan::gemm_kernel::gemv) c.tm = c.warps_m = c.group_m = 0;
+  else if (c.kernel == vulkan::gemm_kernel::gemv_coopmat) c.tn = c.warps_m = c.group_m = 0;
   else if (c.kernel == vulkan::gemm_kernel::coopmat2) c.tn = c.warps_m = 0;
   else c.warps = c.warps_m = 0;
   if (c.kernel == vulkan::gemm_kernel::generic) c.group_m = 0;
@@ -74,6 +75,7 @@ inline std::string vulkan_config_name(const vulkan::gemm_config& raw) {
   std::string s = std::string("vulkan/") + vulkan::to_string(c.kernel) + "/" + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + "/";
   if (c.kernel == vulkan::gemm_kernel::coopmat_f16) s += "w" + n(c.warps) + "x" + n(c.warps_m);
   else if (c.kernel == vulkan::gemm_kernel::gemv) s += "t" + n(c.tn) + "w" + n(c.warps);
+  else if (c.kernel == vulkan::gemm_kernel::gemv_coopmat) s += "c" + n(c.tm) + "w" + n(c.warps);
   else if (c.kernel == vulkan::gemm_kernel::coopmat2) s += "u" + n(c.tm) + "w" + n(c.warps);
   else s += n(c.tm) + "x" + n(c.tn);
   s += "/g" + n(c.group_m);
@@ -130,6 +132,7 @@ inline std::optional<vulkan::gemm_config> vulkan_config_of(const config& c) {
   else if (k == "coopmat_f16") g.kernel = vulkan::gemm_kernel::coopmat_f16;
   else if (k == "gemv") g.kernel = vulkan::gemm_kernel::gemv;
   else if (k == "coopmat2") g.kernel = vulkan::gemm_kernel::coopmat2;
+  else if (k == "gemv_coopmat") g.kernel = vulkan::gemm_kernel::gemv_coopmat;
   else return std::nullopt;
   std::uint32_t* fields[] = {&g.bm, &g.bn, &g.bk, &g.tm, &g.tn, &g.warps, &g.warps_m, &g.group_m, &g.splits};
   const char* keys[] = {"bm", "bn", "bk", "tm", "tn", "warps", "warps_m", "group_m", "splits"};

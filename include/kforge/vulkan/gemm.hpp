@@ -17,6 +17,7 @@
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
 #include "kforge/vulkan/shaders/gemm_gemv.hpp"
+#include "kforge/vulkan/shaders/gemm_gemv_coopmat.hpp"
 #include "kforge/vulkan/shaders/gemm_splitk.hpp"
 #include "kforge/vulkan/shaders/gemm_tiled.hpp"
 #include "kforge/vulkan/spirv/gemm_coopmat2.hpp"
@@ -36,7 +37,8 @@ inline bool gemm_vector_loads(const gemm_config& cfg, index_t n, index_t k) {
   switch (cfg.kernel) {
     case gemm_kernel::generic: return false;
     case gemm_kernel::tiled: return k % 4 == 0 && n % 4 == 0;
-    case gemm_kernel::coopmat_f16: return k % 8 == 0 && n % 8 == 0;
+    case gemm_kernel::coopmat_f16:
+    case gemm_kernel::gemv_coopmat: return k % 8 == 0 && n % 8 == 0;
     case gemm_kernel::gemv: return cfg.tn && k % 4 == 0 && n % cfg.tn == 0;
     case gemm_kernel::coopmat2: return false;  // tensor layouts address elements
   }
@@ -73,6 +75,10 @@ inline const shader_variant& gemm_variant(const gemm_config& cfg, dtype dt, bool
       defs.push_back({"KF_VEC_T", "uvec4"});
       defs.push_back({"KF_COOPMAT", "1"});
       return make_variant("gemm_coopmat_f16", shaders::gemm_common() + shaders::gemm_coopmat_f16, dt, std::move(defs));
+    case gemm_kernel::gemv_coopmat:
+      defs.push_back({"KF_VEC_T", "uvec4"});
+      defs.push_back({"KF_COOPMAT", "1"});
+      return make_variant("gemm_gemv_coopmat", shaders::gemm_common() + shaders::gemm_gemv_coopmat, dt, std::move(defs));
     case gemm_kernel::gemv: {
       // 16-bit B (f16, bf16) in 16-byte loads of 8 elements where a lane's columns come in eights.
       const bool packed = (dt == dtype::f16 || dt == dtype::bf16) && cfg.tn % 8 == 0;
@@ -114,6 +120,8 @@ inline const pipeline& gemm_pipeline(context& ctx, const gemm_config& cfg, const
       return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tn});
     case gemm_kernel::coopmat2:
       return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.group_m});
+    case gemm_kernel::gemv_coopmat:
+      return ctx.get_pipeline(v, {4, sizeof(gemm_push), {0, 1, 2, 3, 4}}, {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, 256 * cfg.tm});
   }
   throw error("kforge::vulkan: internal: unknown gemm kernel");
 }

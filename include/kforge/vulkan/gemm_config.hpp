@@ -52,6 +52,7 @@ enum class gemm_kernel : std::uint8_t {
   coopmat_f16,  // shaders/gemm_coopmat.hpp: f16 tensor cores (VK_NV_cooperative_matrix)
   gemv,         // shaders/gemm_gemv.hpp: few rows of A (decode), streams B once
   coopmat2,     // spirv/gemm_coopmat2.hpp: f16/bf16 tensor cores, workgroup-scope matrices (VK_NV_cooperative_matrix2)
+  gemv_coopmat, // shaders/gemm_gemv_coopmat.hpp: f16, few rows of A on the tensor cores, streams B once
 };
 inline const char* to_string(gemm_kernel k) {
   switch (k) {
@@ -60,6 +61,7 @@ inline const char* to_string(gemm_kernel k) {
     case gemm_kernel::coopmat_f16: return "coopmat_f16";
     case gemm_kernel::gemv: return "gemv";
     case gemm_kernel::coopmat2: return "coopmat2";
+    case gemm_kernel::gemv_coopmat: return "gemv_coopmat";
   }
   return "?";
 }
@@ -76,6 +78,10 @@ inline const char* to_string(gemm_kernel k) {
 ///                   invocations (a workgroupInvocations the device lists),
 ///                   tm K steps per unrolled loop iteration (1, 2, 4 or 8),
 ///                   group_m (>= 1), splits
+///   gemv_coopmat    bm = 16 rows of A (one fragment) and bn columns per
+///                   workgroup, bk rows of B per loop step (16, 32 or 64),
+///                   warps subgroups (bn/warps/16 column fragments each),
+///                   tm·256 columns of A staged per chunk (tm 1, 2 or 4), splits
 struct gemm_config {
   gemm_kernel kernel = gemm_kernel::tiled;
   std::uint32_t bm = 128, bn = 128, bk = 8;  // workgroup tile and K step
@@ -84,7 +90,8 @@ struct gemm_config {
   std::uint32_t group_m = 8;                 // tiled/coopmat: grouped tile order (0: row-major)
   std::uint32_t splits = 1;                  // K split across workgroups (1: none)
   std::uint32_t wg() const {
-    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv || kernel == gemm_kernel::coopmat2
+    return kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::gemv || kernel == gemm_kernel::coopmat2 ||
+                   kernel == gemm_kernel::gemv_coopmat
                ? 32 * warps
                : (bm / tm) * (bn / tn);
   }
@@ -94,6 +101,7 @@ struct gemm_config {
     if (kernel == gemm_kernel::coopmat_f16) s += " warps " + n(warps) + " (" + n(warps_m) + " rows)";
     else if (kernel == gemm_kernel::coopmat2) s += " invocations " + n(wg()) + " unroll " + n(tm);
     else if (kernel == gemm_kernel::gemv) s += " thread " + n(bm) + "x" + n(tn) + " warps " + n(warps);
+    else if (kernel == gemm_kernel::gemv_coopmat) s += " warps " + n(warps) + " chunk " + n(256 * tm);
     else s += " thread " + n(tm) + "x" + n(tn);
     if (kernel == gemm_kernel::tiled || kernel == gemm_kernel::coopmat_f16 || kernel == gemm_kernel::coopmat2)
       s += " group_m " + n(group_m);
@@ -143,6 +151,10 @@ inline std::uint64_t gemm_shared_bytes(const gemm_config& c) {
     case gemm_kernel::tiled: return 2ull * 4 * c.bk * (c.bm + 4) + 2ull * 4 * c.bk * (c.bn + 4) + red;
     case gemm_kernel::gemv: return red;
     case gemm_kernel::coopmat2: return 0;  // the driver stages the matrices (coopmat2_reserved_shared)
+    case gemm_kernel::gemv_coopmat: {  // A chunk, each subgroup's B block (padded rows), its 16×16 f32 epilogue area
+      const std::uint64_t nf = c.warps ? c.bn / (16ull * c.warps) : 0;
+      return 16ull * 16 * (256ull * c.tm / 8 + 1) + (16ull * c.bk * (2 * nf + 1) + 1024) * c.warps + red;
+    }
     default: return 2ull * 16 * c.bm * (c.bk / 8 + 1) + 2ull * 16 * c.bk * (c.bn / 8 + 1) + 1024ull * c.warps + red;
   }
 }
@@ -185,6 +197,16 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
     if (c.bk % 16 || c.bm % (16 * c.warps_m) || c.bn % (16 * wn))
       return "tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk) + " is not a multiple of the 16x16x16 fragments of a " +
              n(c.warps_m) + "x" + n(wn) + " subgroup grid";
+  } else if (c.kernel == gemm_kernel::gemv_coopmat) {
+    if (dt != dtype::f16) return "gemv_coopmat needs f16 data";
+    if (!coopmat_f16_available(d)) return "device lacks 16x16x16 f16 NV cooperative matrices (or 16-bit storage, or subgroup size 32)";
+    if (c.bm != 16) return "gemv_coopmat: bm " + n(c.bm) + " is not 16 (one fragment of rows)";
+    if (c.bk != 16 && c.bk != 32 && c.bk != 64) return "gemv_coopmat: bk " + n(c.bk) + " is not 16, 32 or 64";
+    if (c.tm != 1 && c.tm != 2 && c.tm != 4) return "gemv_coopmat: A chunk (tm) " + n(c.tm) + " is not 1, 2 or 4 times 256";
+    if (!c.warps || c.bn % (16 * c.warps) || c.bn / (16 * c.warps) > 8)
+      return "gemv_coopmat: " + n(c.bn) + " columns are not 1 to 8 fragments for each of " + n(c.warps) + " subgroups";
+    if (c.bk / 16 * (c.bn / (16 * c.warps)) > 16)
+      return "gemv_coopmat: " + n(c.bk / 16 * (c.bn / (16 * c.warps))) + " B fragments per subgroup and step exceed 16 (registers)";
   } else if (c.kernel == gemm_kernel::gemv) {
     if (!(d.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) return "gemv needs subgroup shuffles";
     if (!c.warps) return "no subgroups";
@@ -251,6 +273,17 @@ inline constexpr std::uint64_t gemv_fill = 192;
 /// 8×4096×4096 f16 ran 0.038 ms split 16 (8 steps), 0.053 split 32 (4 steps).
 inline constexpr std::uint64_t gemv_min_steps = 8;
 
+/// gemv_coopmat (f16, gemv_max_m_coopmat < M <= 16 where coopmat_f16 runs):
+/// 4 subgroups of 4 column fragments (256 columns), 16 rows of B per step,
+/// K split until the grid has gemv_coopmat_fill workgroups, splits at least
+/// 256 deep (one staged chunk of A). `vk_bench --gemm-sweep --f16` on the
+/// H100 (docs/bench/h100-2026-11-27-gemv-coopmat/): 8×14336×4096 split 4
+/// 0.0675 ms (coopmat2's best 0.0782), 8×28672×8192 split 2 0.220 (0.233),
+/// 8×128256×4096 unsplit 0.447 (0.469), 16×4096×14336 0.068–0.072 (0.078);
+/// 32 rows of B per step, 2 or 8 subgroups and 8 fragments each within 5 %.
+inline constexpr std::uint64_t gemv_coopmat_fill = 200;
+inline constexpr std::uint64_t gemv_coopmat_max_m = 16;
+
 /// When a tile kernel's grid fills the device, and how far to split K otherwise.
 struct tile_fill {
   std::uint64_t as_is;        // tiles that run unsplit
@@ -304,6 +337,14 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
   c.splits = detail::splits_to_fill(blocks, k, gemv_fill, gemv_min_steps * gemm_k_step(c));
+  return c;
+}
+
+/// The gemv_coopmat config the default runs for an m×n×k gemm (few rows in mind; any m works).
+inline gemm_config gemv_coopmat_default_config(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+  gemm_config c{gemm_kernel::gemv_coopmat, 16, 256, 16, 1, 0, 4, 0, 0, 1};
+  const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
+  c.splits = detail::splits_to_fill(blocks, k, gemv_coopmat_fill, 256);
   return c;
 }
 
@@ -409,6 +450,10 @@ inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint
     const gemm_config g = gemv_default_config(dt, m, n, k);
     if (gemm_config_check(d, dt, g).empty()) return g;
   }
+  if (allow_coopmat && dt == dtype::f16 && m <= gemv_coopmat_max_m) {
+    const gemm_config g = gemv_coopmat_default_config(m, n, k);
+    if (gemm_config_check(d, dt, g).empty()) return g;
+  }
   return gemm_tile_default_config(d, dt, m, n, k, allow_coopmat);
 }
 
@@ -461,6 +506,12 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
       add({gemm_kernel::coopmat2, 32, 128, 32, u, 0, w, 0, 8, s});
     }
   }
+  // gemv_coopmat: subgroups × column fragments each × B rows per step × splits.
+  for (auto [w, nf, bk] : std::initializer_list<std::array<std::uint32_t, 3>>{
+           {4, 4, 16}, {4, 4, 32}, {4, 2, 32}, {4, 8, 16}, {4, 2, 64}, {8, 2, 32}, {2, 4, 32}})
+    for (std::uint32_t s : {1u, 2u, 4u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 16 * nf * w, bk, 1, 0, w, 0, 0, s});
+  for (std::uint32_t kc : {2u, 4u})
+    for (std::uint32_t s : {1u, 2u, 4u}) add({gemm_kernel::gemv_coopmat, 16, 256, 16, kc, 0, 4, 0, 0, s});
   // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
   for (std::uint32_t bm : {1u, 2u, 4u, 8u})
     for (auto [tn, kl] : std::initializer_list<std::array<std::uint32_t, 2>>{{4, 4}, {4, 8}, {8, 4}})
