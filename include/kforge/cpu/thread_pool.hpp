@@ -149,9 +149,16 @@ class thread_pool {
   /// Number of worker threads created so far (the caller is not counted).
   int workers() const { return static_cast<int>(workers_.size()); }
 
-  /// Workers asleep on the futex (or past their spin and about to sleep):
-  /// the next call has to wake them.
-  int sleeping() const { return sleepers_.load(std::memory_order_seq_cst); }
+  /// Workers that went to sleep on the futex (or past their spin and about
+  /// to sleep) since the last job was published: the next call has to wake
+  /// them. A worker woken by a job is not counted, even before it is back on
+  /// a core.
+  int sleeping() const {
+    const std::uint64_t w = sleepers_.load(std::memory_order_seq_cst);
+    return static_cast<std::uint32_t>(w >> 32) == generation_.load(std::memory_order_seq_cst)
+               ? static_cast<int>(w & 0xffffffffu)
+               : 0;
+  }
 
   /// Runs f(task) for every task in [0, ntasks) on up to nthreads threads
   /// (the caller is one of them) and returns when all have finished.
@@ -188,7 +195,12 @@ class thread_pool {
     const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
     claim_.store(static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ntasks), std::memory_order_release);
     generation_.store(gen, std::memory_order_seq_cst);
-    if (sleepers_.load(std::memory_order_seq_cst) > 0) generation_.notify_all();
+    // Wake whoever sleeps on the previous job (or, if this thread was slow,
+    // on this one already: a worker that counted itself on the previous job
+    // may have been replaced in the count by then).
+    const std::uint64_t s = sleepers_.load(std::memory_order_seq_cst);
+    const auto sgen = static_cast<std::uint32_t>(s >> 32);
+    if ((s & 0xffffffffu) != 0 && (sgen == gen - 1 || sgen == gen)) generation_.notify_all();
     in_job() = true;
     drain(gen);
     in_job() = false;
@@ -299,14 +311,35 @@ class thread_pool {
     }
   }
 
+  /// Counts this worker as asleep on job `seen`: one more if the count is
+  /// that job's, a count of one if it is an older job's (those sleepers were
+  /// woken when `seen` was published), nothing if a newer job is out (this
+  /// worker will see it and not wait). Counts only grow; a job's count is
+  /// dropped when a worker sleeps on a newer one. Paired with run_tasks'
+  /// store of the generation and load of the count (both seq_cst): either the
+  /// publisher sees this count, or this worker sees the new generation.
+  void count_sleeper(std::uint32_t seen) {
+    std::uint64_t w = sleepers_.load(std::memory_order_relaxed);
+    for (;;) {
+      const auto gen = static_cast<std::uint32_t>(w >> 32);
+      std::uint64_t next;
+      if (gen == seen)
+        next = w + 1;
+      else if (static_cast<std::int32_t>(seen - gen) > 0)
+        next = static_cast<std::uint64_t>(seen) << 32 | 1u;
+      else
+        return;
+      if (sleepers_.compare_exchange_weak(w, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+    }
+  }
+
   /// Waits for a generation other than `seen`: spins, then sleeps on the futex.
   std::uint32_t next_job(std::uint32_t seen) {
     std::uint32_t g = seen;
     if (spin([&] { return (g = generation_.load(std::memory_order_acquire)) != seen; })) return g;
-    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    count_sleeper(seen);
     detail::pool_test_hooks::worker_sleeps().fetch_add(1, std::memory_order_relaxed);
     while ((g = generation_.load(std::memory_order_seq_cst)) == seen) generation_.wait(seen, std::memory_order_acquire);
-    sleepers_.fetch_sub(1, std::memory_order_relaxed);
     return g;
   }
 
@@ -334,7 +367,7 @@ class thread_pool {
   std::atomic<std::uint32_t> generation_{0};
   std::atomic<std::uint64_t> claim_{0};  // generation << 32 | tasks not yet claimed
   std::atomic<std::int32_t> finished_{0};
-  std::atomic<int> sleepers_{0};
+  std::atomic<std::uint64_t> sleepers_{0};  // generation slept on << 32 | workers asleep on it
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<int> job_threads_{1};
   std::atomic<bool> stop_{false};
