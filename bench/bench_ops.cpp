@@ -1,7 +1,9 @@
 // bench/bench_ops.cpp — every non-gemm op: kforge eigen / blocked / threaded
 // in the same run. GFLOP/s for compute-bound ops (conv2d, attention), GB/s
-// (bytes read + written) for memory-bound ones, next to a memcpy-style copy
-// of the same size that measures the machine's bandwidth in the same process.
+// (bytes read + written) for memory-bound ones, next to two copies of the
+// same size that measure the machine's bandwidth in the same process: memcpy,
+// and one with non-temporal stores (copy_stream, as the row ops write large
+// outputs; the faster of the two is the reference).
 //
 //   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench_ops \
 //       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
@@ -52,6 +54,26 @@ void bm_copy(benchmark::State& st, int threads) {
   for (auto _ : st) {
     kforge::cpu::detail::parallel_for(threads, n, 1 << 20, [&](index_t b, index_t e) {
       std::memcpy(dst.data() + b, src.data() + b, static_cast<std::size_t>(e - b) * sizeof(float));
+    });
+    benchmark::ClobberMemory();
+  }
+  gbs(st, 2.0 * n * sizeof(float));
+}
+
+/// The same copy with non-temporal stores (no read-for-ownership of the
+/// destination), as the row ops write large outputs: on machines where that
+/// is faster than memcpy it is the bandwidth the row ops are held to.
+void bm_copy_stream(benchmark::State& st, int threads) {
+  using S = kforge::cpu::detail::simd_native;
+  constexpr index_t W = S::width;
+  const index_t n = big * big;
+  std::vector<float> src = random(n, 1), buf(static_cast<std::size_t>(n + W));
+  float* dst = buf.data();  // aligned to a register, as non-temporal stores need
+  while (reinterpret_cast<std::uintptr_t>(dst) % sizeof(S::reg) != 0) ++dst;
+  for (auto _ : st) {
+    kforge::cpu::detail::parallel_for(threads, n / W, (1 << 20) / W, [&](index_t b, index_t e) {
+      for (index_t i = b * W; i < e * W; i += W) S::stream(dst + i, S::load(src.data() + i));
+      kforge::cpu::detail::stream_fence();
     });
     benchmark::ClobberMemory();
   }
@@ -193,6 +215,8 @@ void reg(const std::string& name, F f) {
 int register_all() {
   reg("copy/1thread/4096x4096", [](benchmark::State& s) { bm_copy(s, 1); });
   reg("copy/threads/4096x4096", [](benchmark::State& s) { bm_copy(s, kforge::cpu::default_num_threads()); });
+  reg("copy_stream/1thread/4096x4096", [](benchmark::State& s) { bm_copy_stream(s, 1); });
+  reg("copy_stream/threads/4096x4096", [](benchmark::State& s) { bm_copy_stream(s, kforge::cpu::default_num_threads()); });
 #define KFORGE_BENCH_POLICIES(NAME, FN, ...)                                                  \
   reg(std::string(NAME) + "/eigen", [](benchmark::State& s) { FN<eigen>(s, ##__VA_ARGS__); });     \
   reg(std::string(NAME) + "/blocked", [](benchmark::State& s) { FN<blocked>(s, ##__VA_ARGS__); }); \

@@ -210,21 +210,32 @@ TEST_CASE_TEMPLATE("cpu softmax, layer_norm and rms_norm match the Eigen referen
 
 TEST_CASE_TEMPLATE("cpu softmax special values", P, policy::blocked<>, policy::threaded<>) {
   // Row 0: one NaN → all NaN. Row 1: all -inf → NaN. Row 2: -inf mixed with
-  // finite values (masking) → finite. Row 3: +inf → NaN (inf - inf).
-  const index_t n = 37;
-  auto x = make<float>(shape{4, n}, layout::row);
-  auto y = make<float>(shape{4, n}, layout::row);
-  auto r = make<float>(shape{4, n}, layout::row);
-  fill(x.v, 41);
-  x.v(0, 20) = nan_f;
-  for (index_t j = 0; j < n; ++j) x.v(1, j) = -inf_f;
-  for (index_t j = 0; j < n; j += 2) x.v(2, j) = -inf_f;
-  x.v(3, 35) = inf_f;
-  kforge::run<P>(op::softmax<float>{}, x.cv(), y.v);
-  kforge::run<policy::eigen>(op::softmax<float>{}, x.cv(), r.v);
-  compare(values(y.v), values(r.v), {}, kforge::softmax_tolerance(kforge::dtype::f32, n), kforge::dtype::f32,
-          "softmax special values");
-  CHECK(std::isfinite(y.v(2, 1)));
+  // finite values (masking) → finite. Row 3: +inf → NaN (inf - inf). Row 4:
+  // finite values near FLT_MAX whose sums overflow (the max's detector trips,
+  // the exact path answers). Row 5: a NaN in the tail past the vector body.
+  // 37 columns run in the scalar tails, 300 through the vector bodies.
+  for (index_t n : {37, 300}) {
+    CAPTURE(n);
+    auto x = make<float>(shape{6, n}, layout::row);
+    auto y = make<float>(shape{6, n}, layout::row);
+    auto r = make<float>(shape{6, n}, layout::row);
+    fill(x.v, 41);
+    x.v(0, 20) = nan_f;
+    for (index_t j = 0; j < n; ++j) x.v(1, j) = -inf_f;
+    for (index_t j = 0; j < n; j += 2) x.v(2, j) = -inf_f;
+    x.v(3, 35) = inf_f;
+    for (index_t j = 0; j < n; ++j) x.v(4, j) = 3.0e38f - static_cast<float>(j % 7) * 1.0e31f;
+    x.v(5, n - 1) = nan_f;
+    kforge::run<P>(op::softmax<float>{}, x.cv(), y.v);
+    kforge::run<policy::eigen>(op::softmax<float>{}, x.cv(), r.v);
+    compare(values(y.v), values(r.v), {}, kforge::softmax_tolerance(kforge::dtype::f32, n), kforge::dtype::f32,
+            "softmax special values");
+    CHECK(std::isfinite(y.v(2, 1)));
+    CHECK(std::isfinite(y.v(4, 0)));
+    CHECK(std::isnan(y.v(0, n - 1)));
+    CHECK(std::isnan(y.v(3, 0)));
+    CHECK(std::isnan(y.v(5, 0)));
+  }
 }
 
 TEST_CASE("vexp_nonpositive (softmax's exp) against std::exp on x <= 0, -inf and the subnormal range") {
