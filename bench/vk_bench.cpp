@@ -842,7 +842,7 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
   }
 }
 
-int main(int argc, char** argv) {
+int run_bench(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
   const bool sweep = mode == "--sweep";
   vulkan::context ctx;
@@ -1178,4 +1178,14 @@ int main(int argc, char** argv) {
   }
 
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // No device, a failed pipeline or a lost device: one line and a non-zero exit, not an abort.
+  try {
+    return run_bench(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "vk_bench: %s\n", e.what());
+    return 1;
+  }
 }
