@@ -76,18 +76,21 @@ KFORGE_CPU_INLINE void write_row(float* __restrict y, index_t n, bool stream, co
   for (; j < n; ++j) y[j] = one(j);
 }
 
-/// Σ f(x[j]) over a row, in two registers of lanes (independent chains).
+/// Σ f(x[j]) over a row, in two registers of lanes (independent chains);
+/// prefetches `next` (prefetch_next) as it goes.
 template <class F>
-KFORGE_CPU_INLINE float row_sum(const float* __restrict x, index_t n, F&& f) {
+KFORGE_CPU_INLINE float row_sum(const float* __restrict x, index_t n, F&& f, const float* next = nullptr) {
   using S = simd_native;
   using V = S::reg;
   constexpr int W = S::width;
   V s0 = S::zero(), s1 = S::zero();
   index_t j = 0;
   for (; j + 2 * W <= n; j += 2 * W) {
+    prefetch_next(next, j, j + 2 * W);
     s0 = s0 + f(S::load(x + j));
     s1 = s1 + f(S::load(x + j + W));
   }
+  prefetch_next(next, j, n);
   for (; j + W <= n; j += W) s0 = s0 + f(S::load(x + j));
   alignas(64) float lanes[W];
   S::store(lanes, s0 + s1);
@@ -188,11 +191,13 @@ void layer_norm_compute(const op::layer_norm<T>& op, const norm_args<T>& g, int 
     // Two passes over the row (the second from L1/L2), as the reference:
     // the mean, then the mean of squared deviations.
     const float mean = row_sum(x, n, [](auto v) { return v; }) / static_cast<float>(n);
-    const float var = row_sum(x, n, [&](auto v) { return (v - mean) * (v - mean); }) / static_cast<float>(n);
+    const float var = row_sum(
+                          x, n, [&](auto v) { return (v - mean) * (v - mean); }, next) /
+                      static_cast<float>(n);
     const float rstd = 1.0f / std::sqrt(var + eps);
     const auto vmean = S::set1(mean), vrstd = S::set1(rstd);
     write_row(
-        y, n, stream, next,
+        y, n, stream, nullptr,
         [&](index_t j) { return (S::load(x + j) - vmean) * vrstd * S::load(gamma + j) + S::load(beta + j); },
         [&](index_t j) { return (x[j] - mean) * rstd * gamma[j] + beta[j]; });
   });
