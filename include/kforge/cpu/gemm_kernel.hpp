@@ -312,7 +312,9 @@ inline double gemm_parallel_min_flops() {
 /// cost the caller (measured after 5 ms of idle with the pool forced: 128³
 /// 32.6 µs through the pool vs 23.7 alone; 160³ even; 256³ 112 vs 158). A
 /// call that finds the workers spinning (within spin_before_sleep() of the
-/// last call) uses them from gemm_parallel_min_flops() up.
+/// last call) uses them from gemm_parallel_min_flops() up; so does one that
+/// finds them woken by the last call and not yet back on a core
+/// (thread_pool::sleeping() no longer counts them: they are on their way).
 inline constexpr double gemm_wake_factor = 8;
 
 /// Threads a packed m×n×k gemm runs on, given the policy's count: one below

@@ -195,12 +195,7 @@ class thread_pool {
     const std::uint32_t gen = generation_.load(std::memory_order_relaxed) + 1;
     claim_.store(static_cast<std::uint64_t>(gen) << 32 | static_cast<std::uint64_t>(ntasks), std::memory_order_release);
     generation_.store(gen, std::memory_order_seq_cst);
-    // Wake whoever sleeps on the previous job (or, if this thread was slow,
-    // on this one already: a worker that counted itself on the previous job
-    // may have been replaced in the count by then).
-    const std::uint64_t s = sleepers_.load(std::memory_order_seq_cst);
-    const auto sgen = static_cast<std::uint32_t>(s >> 32);
-    if ((s & 0xffffffffu) != 0 && (sgen == gen - 1 || sgen == gen)) generation_.notify_all();
+    wake_sleepers(gen);
     in_job() = true;
     drain(gen);
     in_job() = false;
@@ -311,34 +306,51 @@ class thread_pool {
     }
   }
 
-  /// Counts this worker as asleep on job `seen`: one more if the count is
-  /// that job's, a count of one if it is an older job's (those sleepers were
-  /// woken when `seen` was published), nothing if a newer job is out (this
-  /// worker will see it and not wait). Counts only grow; a job's count is
-  /// dropped when a worker sleeps on a newer one. Paired with run_tasks'
-  /// store of the generation and load of the count (both seq_cst): either the
-  /// publisher sees this count, or this worker sees the new generation.
+  /// The sleeper count (sleepers_) is `tag << 32 | n`: n workers went to
+  /// sleep on job `tag` since it was published. Counts only grow; a count is
+  /// dropped when the tag moves on. The publisher of job g (run_tasks, after
+  /// its seq_cst store of the generation) calls wake_sleepers(g); a worker
+  /// calls count_sleeper(seen) before its seq_cst load of the generation and
+  /// its futex wait. Both sides' accesses are seq_cst, so either the
+  /// publisher sees the worker's count or the worker sees job g and does not
+  /// wait.
+
+  /// Counts this worker as asleep on job `seen`: one more if the tag is
+  /// `seen`; a count of one if `seen` is still the newest job (the tag is an
+  /// older job's, whose sleepers were woken when a later job was published);
+  /// nothing if a newer job is out (this worker will see it and not wait).
   void count_sleeper(std::uint32_t seen) {
-    std::uint64_t w = sleepers_.load(std::memory_order_relaxed);
+    std::uint64_t w = sleepers_.load(std::memory_order_seq_cst);
     for (;;) {
-      const auto gen = static_cast<std::uint32_t>(w >> 32);
       std::uint64_t next;
-      if (gen == seen)
+      if (static_cast<std::uint32_t>(w >> 32) == seen)
         next = w + 1;
-      else if (static_cast<std::int32_t>(seen - gen) > 0)
+      else if (generation_.load(std::memory_order_seq_cst) == seen)
         next = static_cast<std::uint64_t>(seen) << 32 | 1u;
       else
         return;
-      if (sleepers_.compare_exchange_weak(w, next, std::memory_order_seq_cst, std::memory_order_relaxed)) return;
+      if (sleepers_.compare_exchange_weak(w, next, std::memory_order_seq_cst, std::memory_order_seq_cst)) return;
     }
+  }
+
+  /// After publishing job `gen`: wakes the workers counted on the previous
+  /// job (or already on this one: a worker that ran this job's tasks and went
+  /// to sleep may have taken the count over). A count under an older tag has
+  /// no sleeper left (the job after it woke them), so it needs nothing; tags
+  /// are only compared for equality, and one that equals `gen - 1` or `gen`
+  /// after 2^32 jobs costs at most a futex wake that finds nobody.
+  void wake_sleepers(std::uint32_t gen) {
+    const std::uint64_t s = sleepers_.load(std::memory_order_seq_cst);
+    const auto tag = static_cast<std::uint32_t>(s >> 32);
+    if ((s & 0xffffffffu) != 0 && (tag == gen - 1 || tag == gen)) generation_.notify_all();
   }
 
   /// Waits for a generation other than `seen`: spins, then sleeps on the futex.
   std::uint32_t next_job(std::uint32_t seen) {
     std::uint32_t g = seen;
     if (spin([&] { return (g = generation_.load(std::memory_order_acquire)) != seen; })) return g;
+    detail::pool_test_hooks::worker_sleeps().fetch_add(1, std::memory_order_relaxed);  // before it counts as asleep
     count_sleeper(seen);
-    detail::pool_test_hooks::worker_sleeps().fetch_add(1, std::memory_order_relaxed);
     while ((g = generation_.load(std::memory_order_seq_cst)) == seen) generation_.wait(seen, std::memory_order_acquire);
     return g;
   }
@@ -367,7 +379,7 @@ class thread_pool {
   std::atomic<std::uint32_t> generation_{0};
   std::atomic<std::uint64_t> claim_{0};  // generation << 32 | tasks not yet claimed
   std::atomic<std::int32_t> finished_{0};
-  std::atomic<std::uint64_t> sleepers_{0};  // generation slept on << 32 | workers asleep on it
+  std::atomic<std::uint64_t> sleepers_{0};  // job tag << 32 | workers that went to sleep on it (count_sleeper)
   std::atomic<bool> caller_sleeping_{false};
   std::atomic<int> job_threads_{1};
   std::atomic<bool> stop_{false};
