@@ -2,7 +2,7 @@
 // policy::blocked and policy::threaded.
 //
 // k = 1 (argmax) is one SIMD pass over the row in chunks of 512 floats: each
-// chunk's NaN-propagating max in registers (two accumulators), the first
+// chunk's NaN-propagating max in registers (row_nan_max), the first
 // chunk holding the row's largest remembered (NaN beats everything, a later
 // chunk wins only when strictly larger), then a scalar scan of that chunk
 // alone for the first position equal to it (or the first NaN). k > 1 keeps a
