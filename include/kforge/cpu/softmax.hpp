@@ -43,14 +43,22 @@ struct tag_gamma {};
 inline constexpr index_t row_stream_min_bytes = index_t{16} << 20;
 
 /// Asks for the cache lines of next[j0, j1) (nothing when next is null): the
-/// next row's input, fetched while this row computes from L1/L2. Without it
-/// the first pass over each row waits for memory while the others leave it
-/// idle (the hardware prefetchers follow demand misses only): softmax over
-/// 4096 × 4096 f32 ran at half its in-cache rate on the 2-core Zen 5.
+/// next row's input, fetched into L2 while this row computes from L1/L2.
+/// Without it the first pass over each row waits for memory while the others
+/// leave it idle (the hardware prefetchers follow demand misses only):
+/// softmax over 4096 × 4096 f32 ran at half its in-cache rate on the 2-core
+/// Zen 5. Into L2, not L1: with 11008-float rows a prefetch into L1 evicted
+/// the row being worked on (2048 × 11008: 10–20 % slower than none, into L2
+/// 10–15 % faster).
 KFORGE_CPU_INLINE void prefetch_next(const float* next, index_t j0, index_t j1) {
   if (next)
-    for (index_t j = j0; j < j1; j += 64 / static_cast<index_t>(sizeof(float))) __builtin_prefetch(next + j, 0, 3);
+    for (index_t j = j0; j < j1; j += 64 / static_cast<index_t>(sizeof(float))) __builtin_prefetch(next + j, 0, 2);
 }
+
+/// Rows shorter than this (in floats) are not prefetched: the hardware
+/// prefetchers keep up with them, and rms_norm over 8192 × 1024 f32 lost
+/// ~25 % with the prefetches (2-core Zen 5).
+inline constexpr index_t row_prefetch_min_cols = 2048;
 
 /// y[j] = vec(j) (a register of W outputs from j) or one(j) (one output),
 /// for j < n; streamed (non-temporal) when `stream`, after a scalar head
@@ -153,7 +161,7 @@ void for_each_row(const rows_args<T>& g, int nthreads, F&& f) {
       T* y = g.y.data + row_offset(g.y, r);
       if constexpr (std::is_same_v<T, float>) {
         if (sx == 1 && sy == 1) {
-          f(x, y, n, stream, r + 1 < r1 ? g.x.data + row_offset(g.x, r + 1) : nullptr);
+          f(x, y, n, stream, r + 1 < r1 && n >= row_prefetch_min_cols ? g.x.data + row_offset(g.x, r + 1) : nullptr);
           continue;
         }
       }
