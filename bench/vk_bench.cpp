@@ -14,7 +14,11 @@
 // bench/torch_attention.py), `--attention-sweep` also every coopmat tiling,
 // and where the device has VK_NV_cooperative_matrix2, beside each prefill
 // case the opt-in coopmat2 kernel (every tiling in the sweep);
-// `--attention-probes` its tilings and timing probes at causal D = 128 only.
+// `--attention-probes` its tilings and timing probes at causal D = 128 only;
+// `--attention-parts` leaves coopmat2 out and times the default coopmat
+// kernel's probes (parts of its work left out) at causal D = 64 and 128,
+// with the driver's pipeline statistics under KFORGE_VK_PIPELINE_STATS=1;
+// `--attention-decode` only the decode cases, with the split kernel's cuts.
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
 // printing each config before it runs; `--sweep-f32` times f32 tiled configs
 // beyond that list (8×8 thread tiles, K step 16/32) at 4096³; `--sweep-mem`
@@ -744,7 +748,7 @@ double attention_check(const attention_case& c, const std::vector<half>& hq, con
   return worst;
 }
 
-void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
+void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false, bool parts = false, bool decode_only = false) {
   const attention_case cases[] = {
       {"attention_f16_causal_b1h32s4096d64", 1, 32, 32, 4096, 4096, 64, true},
       {"attention_f16_causal_b1h32kv8s4096d64", 1, 32, 8, 4096, 4096, 64, true},
@@ -757,6 +761,7 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
   const std::vector<vulkan::attention_coopmat_config> tilings = {
       {4, 1, 32}, {4, 1, 64}, {4, 2, 32}, {4, 2, 64}, {8, 1, 32}, {8, 1, 64}, {8, 2, 32}};
   for (const auto& c : cases) {
+    if (decode_only && c.s != 1) continue;
     const shape qs{c.b, c.h, c.s, c.d}, ks{c.b, c.hkv, c.l, c.d};
     const auto hq = random_host<half>(static_cast<std::size_t>(qs.numel()), 41);
     const auto hk = random_host<half>(static_cast<std::size_t>(ks.numel()), 42);
@@ -791,7 +796,7 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
     if (kind == vulkan::attention_kernel::coopmat) what += " (" + vulkan::attention_coopmat_default(c.d, c.d).str() + ")";
     if (kind == vulkan::attention_kernel::split) what += " (" + std::to_string(vulkan::attention_split_plan_for(a).nsplit) + " splits)";
     report(what, ms, true);
-    if (sweep && kind == vulkan::attention_kernel::split)
+    if ((sweep || decode_only) && kind == vulkan::attention_kernel::split)
       for (std::uint64_t groups : {128, 256, 512, 1024, 2048}) {
         const auto plan = vulkan::attention_split_plan_for(a, groups);
         const double tm = median_ms(ctx, [&](vulkan::stream& st) {
@@ -805,7 +810,7 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
     // vulkan/attention.hpp says why), and in a sweep every tiling the device takes and the timing
     // probes (parts of its softmax left out: wrong results, so their checks fail).
     const vulkan::attention_coopmat2_config t2d = vulkan::attention_coopmat2_default(c.d, c.d);
-    if (c.s > 1 && vulkan::attention_coopmat2_check(ctx.info(), dtype::f16, c.d, c.d, t2d).empty()) {
+    if (!parts && c.s > 1 && vulkan::attention_coopmat2_check(ctx.info(), dtype::f16, c.d, c.d, t2d).empty()) {
       std::vector<vulkan::attention_coopmat2_config> t2s{t2d};
       if ((sweep || probes) && (!probes || (c.d == 128 && c.causal && c.h == c.hkv))) {
         for (const vulkan::attention_coopmat2_config t2 : {vulkan::attention_coopmat2_config{32, 16, 64}, {32, 16, 32},
@@ -826,7 +831,23 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
         report("coopmat2 " + t2.str(), t2m, false);
       }
     }
-    if (!sweep || probes || kind != vulkan::attention_kernel::coopmat) continue;
+    // Timing probes of the default kernel (attention_coopmat's PROBE bits: parts of the work left
+    // out, wrong results by design) with the driver's statistics of each pipeline
+    // (KFORGE_VK_PIPELINE_STATS=1): where a block's time goes.
+    if (parts && kind == vulkan::attention_kernel::coopmat && c.causal && c.h == c.hkv) {
+      const vulkan::attention_coopmat_config base = vulkan::attention_coopmat_default(c.d, c.d);
+      for (const std::uint32_t bits : {0u, 1u, 4u, 5u, 2u, 8u, 16u, 24u, 26u, 7u, 31u}) {
+        vulkan::attention_coopmat_config t = base;
+        t.probe = bits;
+        const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+          vulkan::record_attention(st, dtype::f16, a, sc, q.ref(), k.ref(), v.ref(), o.ref(), 1, 128, &t);
+        }, 10, 1, 0.3);
+        report(t.str(), tm, false);
+        const auto& pl = vulkan::attention_coopmat_pipeline(ctx, dtype::f16, c.d, c.d, t);
+        if (!pl.statistics.empty()) std::printf("    stats: %s\n", pl.statistics.c_str());
+      }
+    }
+    if ((!sweep && !parts) || probes || kind != vulkan::attention_kernel::coopmat) continue;
     for (const auto& t : tilings) {
       const std::string why = vulkan::attention_coopmat_check(ctx.info(), dtype::f16, c.d, c.d, t);
       if (!why.empty()) {
@@ -838,6 +859,8 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false) {
                                  o.ref(), 1, 128, &t);
       }, 10, 1, 0.3);
       report(t.str(), tm, false);
+      const auto& pl = vulkan::attention_coopmat_pipeline(ctx, dtype::f16, c.d, c.d, t);
+      if (!pl.statistics.empty()) std::printf("    stats: %s\n", pl.statistics.c_str());
     }
   }
 }
@@ -921,12 +944,14 @@ int run_bench(int argc, char** argv) {
     }
     return 0;
   }
-  if (mode == "--attention" || mode == "--attention-sweep" || mode == "--attention-probes") {
+  if (mode == "--attention" || mode == "--attention-sweep" || mode == "--attention-probes" || mode == "--attention-parts" ||
+      mode == "--attention-decode") {
     if (!ctx.info().storage_16bit) {
       std::printf("attention cases need 16-bit storage\n");
       return 1;
     }
-    attention_cases(ctx, mode == "--attention-sweep", mode == "--attention-probes");
+    attention_cases(ctx, mode == "--attention-sweep", mode == "--attention-probes", mode == "--attention-parts",
+                    mode == "--attention-decode");
     return 0;
   }
   if (mode == "--sweep-mem") {

@@ -601,7 +601,7 @@ TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat 
                                                 {{"KF_COOPMAT", "1"}});
     std::vector<std::uint32_t> spv;
     REQUIRE_NOTHROW(spv = vulkan::shader_compiler::compile(v));
-    CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 40, {0, 1, 2, 3, 4}}));
+    CHECK_NOTHROW(vulkan::check_interface(v.name, spv, {4, 40, {0, 1, 2, 3, 4, 5}}));
     const std::pair<index_t, index_t> dims[] = {{16, 16}, {32, 32}, {48, 64}, {64, 64}, {80, 80},
                                                 {96, 96}, {128, 128}, {64, 128}, {256, 256}};
     for (const auto& [d, dv] : dims) {

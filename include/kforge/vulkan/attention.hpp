@@ -50,9 +50,11 @@ struct attention_dims {
 /// each (16·rf·warps query rows per workgroup), key blocks of `bkv`.
 struct attention_coopmat_config {
   std::uint32_t warps = 4, rf = 1, bkv = 64;
+  std::uint32_t probe = 0;  ///< the kernel's PROBE bits (timing experiments, wrong results); 0 in every real call
   std::uint32_t rows() const { return 16 * rf * warps; }
   std::string str() const {
-    return "warps " + std::to_string(warps) + " rf " + std::to_string(rf) + " bkv " + std::to_string(bkv);
+    return "warps " + std::to_string(warps) + " rf " + std::to_string(rf) + " bkv " + std::to_string(bkv) +
+           (probe ? " probe " + std::to_string(probe) : "");
   }
 };
 
@@ -236,6 +238,16 @@ inline buffer_ref record_kv_prefix(stream& s, dtype dt, const attention_dims& a,
   return buffer_ref{tmp.buffer, tmp.offset, blocks * block};
 }
 
+/// The pipeline of attention_coopmat for head dims d, dv and tiling c (built
+/// once per context; its `statistics` are the driver's where the context
+/// captures them).
+inline const pipeline& attention_coopmat_pipeline(context& ctx, dtype dt, index_t d, index_t dv,
+                                                  const attention_coopmat_config& c) {
+  const auto& v = detail::make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
+  return ctx.get_pipeline(v, {4, 40, {0, 1, 2, 3, 4, 5}},
+                          {32 * c.warps, detail::u32(d, "D"), detail::u32(dv, "Dv"), c.bkv, c.rf, c.probe});
+}
+
 /// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
 /// scalar kernel's workgroup size; `config`, `cm2` and `plan` override the
 /// coopmat kernel's tiling (and run it), the coopmat2 kernel's tiling (and
@@ -257,6 +269,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     std::uint32_t causal, h, g, bshd;
   } pc{u32(a.b * a.h, "B*H"), u32(a.s, "S"), u32(a.l, "L"), u32(a.d, "D"), u32(a.dv, "Dv"), scale,
        a.causal ? 1u : 0u, u32(a.h, "H"), u32(a.group(), "H/Hkv"), a.bshd ? 1u : 0u};
+  static_assert(sizeof(push) == 40, "attention_coopmat_pipeline's push-constant size");
   // Every index the kernels form fits 32 bits (elements of the largest tensor).
   u32(std::max(a.b * a.h * a.s * std::max(a.d, a.dv), a.b * a.hkv * a.l * std::max(a.d, a.dv)), "elements");
   const std::vector<binding> io{{q}, {k}, {v_}, {o, true}};
@@ -280,8 +293,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     const attention_coopmat_config c = config ? *config : attention_coopmat_default(a.d, a.dv);
     const std::string why = attention_coopmat_check(ctx.info(), dt, a.d, a.dv, c);
     if (!why.empty()) throw unsupported_error("kforge::vulkan: attention_coopmat: " + why);
-    const auto& v = make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});
-    const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1, 2, 3, 4}}, {32 * c.warps, pc.d, pc.dv, c.bkv, c.rf});
+    const pipeline& p = attention_coopmat_pipeline(ctx, dt, a.d, a.dv, c);
     const std::uint64_t blocks = static_cast<std::uint64_t>(pc.bh) * ((static_cast<std::uint64_t>(a.s) + c.rows() - 1) / c.rows());
     s.dispatch(p, io, &pc, sizeof pc, grid(blocks), "attention coopmat");
     return;

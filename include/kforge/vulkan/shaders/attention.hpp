@@ -142,6 +142,11 @@ layout(constant_id = 1) const uint D = 64;
 layout(constant_id = 2) const uint DV = 64;
 layout(constant_id = 3) const uint BKV = 64;
 layout(constant_id = 4) const uint RF = 1;
+// Timing probes (vk_bench --attention-probes; wrong results by design), 0 in
+// every real call: bit 0 one D step of S = Q·Kᵀ instead of D/16, bit 1 no
+// softmax (P = S), bit 2 one Dv step of P·V, bit 3 no global loads of K, V in
+// the key loop, bit 4 no staging of K, V into shared memory (and no barriers).
+layout(constant_id = 5) const uint PROBE = 0;
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { uvec4 q_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufK { uvec4 k_[]; };
 layout(std430, set = 0, binding = 2) readonly buffer BufV { uvec4 v_[]; };
@@ -303,12 +308,12 @@ void main() {
   #define FETCH_K(j)                                                                        \
     [[unroll]] for (uint e = 0; e < NK; ++e) {                                              \
       uint i = t + e * WG, kr = i / D8, c = i % D8;                                         \
-      rk[e] = (i < BKV * D8 && (j) + kr < kend) ? k_[kbase + ((j) + kr) * krs + c] : uvec4(0); \
+      rk[e] = (PROBE & 8u) != 0u ? uvec4(i, j, 0, 0) : (i < BKV * D8 && (j) + kr < kend) ? k_[kbase + ((j) + kr) * krs + c] : uvec4(0); \
     }
   #define FETCH_V(j)                                                                        \
     [[unroll]] for (uint e = 0; e < NV; ++e) {                                              \
       uint i = t + e * WG, kr = i / DV8, c = i % DV8;                                       \
-      rv[e] = (i < BKV * DV8 && (j) + kr < kend) ? v_[vbase + ((j) + kr) * vrs + c] : uvec4(0); \
+      rv[e] = (PROBE & 8u) != 0u ? uvec4(i, j, 0, 0) : (i < BKV * DV8 && (j) + kr < kend) ? v_[vbase + ((j) + kr) * vrs + c] : uvec4(0); \
     }
   // P·V of one block; SANITIZE zeroes the non-finite V values of the
   // fragments at or past this subgroup's first row (see below).
@@ -316,7 +321,7 @@ void main() {
   // formed alone and added times 2^-sv.
   #define PV(SANITIZE, SCALED)                                                              \
     [[unroll]] for (uint n = 0; n < NKF; ++n)                                               \
-      [[unroll]] for (uint dv = 0; dv < NDV; ++dv) {                                        \
+      [[unroll]] for (uint dv = 0; dv < ((PROBE & 4u) != 0u ? 1u : NDV); ++dv) {           \
         F16 vf;                                                                             \
         coopMatLoadNV(vf, Vs, (n * 16) * SV + dv * 2, SV, false);                           \
         if ((SANITIZE) && j0 + n * 16 >= qw)                                                \
@@ -367,11 +372,13 @@ void main() {
     }
 #else
   #define STAGE(R, N, W, SH, ST, FS, RS, SHIFT)                                                 \
-    [[unroll]] for (uint e = 0; e < N; ++e) {                                                   \
-      uint i = t + e * WG;                                                                      \
-      if (i < BKV * W) SH[(i / W) * ST + i % W] = R[e];                                         \
-    }                                                                                           \
-    barrier();
+    if ((PROBE & 16u) == 0u) {                                                                  \
+      [[unroll]] for (uint e = 0; e < N; ++e) {                                                 \
+        uint i = t + e * WG;                                                                    \
+        if (i < BKV * W) SH[(i / W) * ST + i % W] = R[e];                                       \
+      }                                                                                         \
+      barrier();                                                                                \
+    }
 #endif
   bool vbad = false;  // a V value of a key in [qw, qw + RW) was not finite (and was zeroed)
   if (nkb > 0u) { FETCH_K(0u) }
@@ -388,7 +395,7 @@ void main() {
     F16 pf[RF * NKF];
     [[unroll]] for (uint n = 0; n < NKF; ++n) {
       [[unroll]] for (uint f = 0; f < RF; ++f) sc[f * NKF + n] = ACC(0.0);
-      [[unroll]] for (uint kd = 0; kd < NDK; ++kd) {
+      [[unroll]] for (uint kd = 0; kd < ((PROBE & 1u) != 0u ? 1u : NDK); ++kd) {
         F16 kt;
         coopMatLoadNV(kt, Ks, (n * 16) * SK + kd * 2, SK, true);
         [[unroll]] for (uint f = 0; f < RF; ++f) sc[f * NKF + n] = coopMatMulAddNV(qf[f * NDK + kd], kt, sc[f * NKF + n]);
@@ -404,6 +411,9 @@ void main() {
             if (key >= pc.L || (causal && key > row)) sc[f * NKF + n][e] = -KF_INF;
           }
     // Online softmax in registers: row max over the lane's elements and its quad, lazy rescale, p.
+    if ((PROBE & 2u) != 0u)
+      [[unroll]] for (uint i = 0; i < RF * NKF; ++i) pf[i] = F16(sc[i]);
+    else
     [[unroll]] for (uint f = 0; f < RF; ++f) {
       float bm0 = -KF_INF, bm1 = -KF_INF;
       [[unroll]] for (uint n = 0; n < NKF; ++n)
