@@ -15,9 +15,10 @@
 // and where the device has VK_NV_cooperative_matrix2, beside each prefill
 // case the opt-in coopmat2 kernel (every tiling in the sweep);
 // `--attention-probes` its tilings and timing probes at causal D = 128 only;
-// `--attention-parts` leaves coopmat2 out and times the default coopmat
-// kernel's probes (parts of its work left out) at causal D = 64 and 128,
-// with the driver's pipeline statistics under KFORGE_VK_PIPELINE_STATS=1;
+// `--attention-parts` leaves coopmat2 out, times the default coopmat
+// kernel's probes (parts of its work left out) at causal D = 64 and 128
+// without GQA and every coopmat tiling of each coopmat case, with the
+// driver's pipeline statistics under KFORGE_VK_PIPELINE_STATS=1;
 // `--attention-decode` only the decode cases, with the split kernel's cuts.
 // `--sweep` instead times every gemm config of vulkan::gemm_configs() at 4096³,
 // printing each config before it runs; `--sweep-f32` times f32 tiled configs

@@ -375,7 +375,9 @@ TEST_CASE_TEMPLATE("vulkan attention matches eigen: head dims, GQA, layouts, cau
       {2, 8, 2, 33, 17, 64, 64, true, true}, {1, 6, 3, 100, 50, 16, 16, true},
       // Decode: a few queries per KV head against long keys (the split kernel and its merge).
       {1, 8, 2, 1, 1000, 64, 64}, {2, 4, 1, 1, 1500, 128, 128, false, true}, {1, 4, 4, 3, 1100, 32, 32, true},
-      {1, 16, 1, 1, 300, 80, 80}, {1, 2, 1, 8, 513, 17, 9, true}};
+      {1, 16, 1, 1, 300, 80, 80}, {1, 2, 1, 8, 513, 17, 9, true},
+      // Dv = 130 with scalar loads: 130 output columns over 128 invocations (two per invocation).
+      {1, 4, 1, 1, 300, 130, 130}};
   unsigned seed = 40;
   int split = 0, coopmat = 0, scalar = 0;
   for (const auto& c : cases) {

@@ -240,7 +240,7 @@ inline buffer_ref record_kv_prefix(stream& s, dtype dt, const attention_dims& a,
 
 /// The pipeline of attention_coopmat for head dims d, dv and tiling c (built
 /// once per context; its `statistics` are the driver's where the context
-/// captures them).
+/// captures them). The caller has checked c (attention_coopmat_check).
 inline const pipeline& attention_coopmat_pipeline(context& ctx, dtype dt, index_t d, index_t dv,
                                                   const attention_coopmat_config& c) {
   const auto& v = detail::make_variant("attention_coopmat", shaders::attention_coopmat, dt, {{"KF_COOPMAT", "1"}});

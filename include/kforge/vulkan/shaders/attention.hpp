@@ -142,8 +142,8 @@ layout(constant_id = 1) const uint D = 64;
 layout(constant_id = 2) const uint DV = 64;
 layout(constant_id = 3) const uint BKV = 64;
 layout(constant_id = 4) const uint RF = 1;
-// Timing probes (vk_bench --attention-probes; wrong results by design), 0 in
-// every real call: bit 0 one D step of S = Q·Kᵀ instead of D/16, bit 1 no
+// Timing probes (vk_bench --attention-parts, f16 data only; wrong results by
+// design), 0 in every real call: bit 0 one D step of S = Q·Kᵀ instead of D/16, bit 1 no
 // softmax (P = S), bit 2 one Dv step of P·V, bit 3 no global loads of K, V in
 // the key loop, bit 4 no staging of K, V into shared memory (and no barriers).
 layout(constant_id = 5) const uint PROBE = 0;
