@@ -20,7 +20,7 @@ fi
 export KFORGE_CACHE_DIR=/tmp/kforge-cache
 { date -u; nvidia-smi -L; nvidia-smi --query-gpu=clocks.sm,clocks.mem,temperature.gpu,power.draw --format=csv; } > "$OUT/env.txt" 2>&1
 args=(bench/model_shapes.txt); [ -n "$FILTER" ] && args+=(--filter "$FILTER")
-timeout 300 "$BIN"/vk_models "${args[@]}" > "$OUT/vk_models.txt" 2>&1; echo "vk_models rc=$?" >> "$OUT/vk_models.txt"
+timeout 450 "$BIN"/vk_models "${args[@]}" > "$OUT/vk_models.txt" 2>&1; echo "vk_models rc=$?" >> "$OUT/vk_models.txt"
 PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_models.py "${args[@]}" > "$OUT/torch_models.txt" 2>&1; echo "torch rc=$?" >> "$OUT/torch_models.txt"
 python3 - "$OUT/vk_models.txt" "$OUT/torch_models.txt" <<'PY' | tee "$OUT/table.txt"
 import sys, statistics

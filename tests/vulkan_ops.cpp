@@ -428,6 +428,61 @@ TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach th
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+// The split (flash-decoding) kernel with each number of loads in flight a
+// device may get or a user may ask for (1: CPU devices' default, 8: GPUs',
+// 3: batches that end past a row's vectors and a block's keys) and cuts of
+// one chunk and of several (merged): every form matches Eigen, and a plan
+// asking for more loads than the kernel takes is refused.
+TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match eigen", T, float, half) {
+  KFT_NEED_DEVICE();
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
+    MESSAGE("skipped: no 16-bit storage");
+    return;
+  }
+  const attn_case cases[] = {{1, 8, 2, 1, 1000, 64, 64}, {1, 4, 1, 3, 700, 20, 12, false, true}, {1, 2, 1, 2, 300, 9, 7},
+                             {1, 2, 1, 4, 513, 16, 16, true}};
+  unsigned seed = 200;
+  for (const auto& c : cases) {
+    const auto a = c.vk();
+    REQUIRE(vulkan::attention_kernel_for(ctx->info(), dtype_of<T>(), a) == vulkan::attention_kernel::split);
+    const shape qs = c.dims(c.h, c.s, c.d), ks = c.dims(c.hkv, c.l, c.d), vs = c.dims(c.hkv, c.l, c.dv), os = c.dims(c.h, c.s, c.dv);
+    auto q = convert<T>(random_floats(static_cast<std::size_t>(qs.numel()), seed++));
+    auto k = convert<T>(random_floats(static_cast<std::size_t>(ks.numel()), seed++));
+    auto v = convert<T>(random_floats(static_cast<std::size_t>(vs.numel()), seed++));
+    std::vector<T> ref(static_cast<std::size_t>(os.numel()));
+    op::attention<T> at;
+    at.causal = c.causal;
+    at.layout = c.bshd ? attention_layout::bshd : attention_layout::bhsd;
+    run<policy::eigen>(at, make_view(q, qs), make_view(k, ks), make_view(v, vs), make_view(ref, os));
+    vulkan::device_tensor<T> dq(*ctx, qs), dk(*ctx, ks), dv(*ctx, vs), dout(*ctx, os);
+    dq.upload(make_view(q, qs));
+    dk.upload(make_view(k, ks));
+    dv.upload(make_view(v, vs));
+    const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+    for (const std::uint32_t loads : {1u, 3u, 8u})
+      for (const std::uint64_t groups : {1ull, 512ull}) {
+        vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, groups);
+        plan.loads = loads;
+        std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
+        dout.upload(make_view(o, os));
+        vulkan::stream st(*ctx);
+        vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
+        st.run();
+        dout.download(make_view(o, os));
+        check_close(c.str() + " loads " + std::to_string(loads) + " splits " + std::to_string(plan.nsplit), o, ref, {1.0f},
+                    attention_tolerance(dtype_of<T>(), c.d, c.l));
+      }
+  }
+  vulkan::attention_split_plan bad = vulkan::attention_split_plan_for(cases[0].vk());
+  bad.loads = vulkan::attention_split_max_loads + 1;
+  vulkan::device_tensor<T> x(*ctx, {1});
+  vulkan::stream st(*ctx);
+  CHECK_THROWS_AS(vulkan::record_attention(st, dtype_of<T>(), cases[0].vk(), 1.0f, x.ref(), x.ref(), x.ref(), x.ref(), -1, 128,
+                                           nullptr, &bad),
+                  argument_error);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 // bf16 reaches the coopmat kernel staged as f16 with a power-of-two scale per
 // tile: values far outside f16's range (Q·2^-30 and K·2^30: plain f16 would
 // make Q zero and K infinite) and V blocks of very different sizes (2^40,
@@ -632,14 +687,14 @@ TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat 
       const auto sv = vulkan::detail::make_variant("attention_split", vulkan::shaders::attention_split, dt, {{"KF_VEC", vec}});
       std::vector<std::uint32_t> sspv;
       REQUIRE_NOTHROW(sspv = vulkan::shader_compiler::compile(sv));
-      CHECK_NOTHROW(vulkan::check_interface(sv.name, sspv, {5, 48, {0, 1, 2, 3}}));
+      CHECK_NOTHROW(vulkan::check_interface(sv.name, sspv, {5, 48, {0, 1, 2, 3, 4}}));
       for (const vulkan::attention_dims a : {vulkan::attention_dims{1, 32, 8, 1, 4096, 128, 128},
                                             vulkan::attention_dims{1, 16, 1, 1, 100, 256, 256},
                                             vulkan::attention_dims{2, 8, 2, 2, 100, 64, 64},
                                             vulkan::attention_dims{1, 4, 1, 1, 100, 63, 63}})
         if ((vec[0] == '4') == (a.d % 4 == 0)) {
           const auto s = specialise(sspv, {vulkan::attention_split_wg, static_cast<std::uint32_t>(a.d),
-                                           static_cast<std::uint32_t>(a.dv), static_cast<std::uint32_t>(a.group() * a.s)});
+                                           static_cast<std::uint32_t>(a.dv), static_cast<std::uint32_t>(a.group() * a.s), 8});
           CHECK(shared_bytes(s) == vulkan::attention_split_shared_bytes(a));
         }
     }

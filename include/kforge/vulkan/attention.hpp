@@ -185,16 +185,27 @@ inline bool attention_split_applies(const device_info& info, dtype, const attent
 /// multiple of its 128-key block), aiming at `groups` workgroups over batch ×
 /// KV heads × splits so that every SM holds several (an H100 has 132), but no
 /// chunk below one block: the merge's extra dispatch is paid either way.
+/// `loads`: K vectors and V rows the kernel issues before their products
+/// (0: attention_split_loads' choice for the device).
 struct attention_split_plan {
-  std::uint32_t nsplit = 1, chunk = 0;
+  std::uint32_t nsplit = 1, chunk = 0, loads = 0;
 };
+inline constexpr std::uint32_t attention_split_max_loads = 32;
+/// The split kernel's loads in flight by default: 8 on a GPU (one at a time
+/// left each load's latency exposed: B1 H32/8 L32768 D128 f16 0.115 → 0.098
+/// ms on the H200, 0.118 → 0.100 on the H100; 4 and 16 were slower), 1 on a
+/// CPU device: llvmpipe builds a shader's machine code in the first
+/// submission that runs it, and with 8 the tiny transformer step's split
+/// kernels took ~6 s longer to build there (past the 5 s submission limit)
+/// for no gain.
+inline std::uint32_t attention_split_loads(const device_info& info) { return info.type == "cpu" ? 1u : 8u; }
 inline attention_split_plan attention_split_plan_for(const attention_dims& a, std::uint64_t groups = 512) {
   const std::uint64_t keys = static_cast<std::uint64_t>(a.keys_seen()), blk = attention_split_wg;
   const std::uint64_t nbk = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(a.b * a.hkv));
   std::uint64_t n = std::clamp<std::uint64_t>((groups + nbk - 1) / nbk, 1, std::max<std::uint64_t>(1, (keys + blk - 1) / blk));
   n = std::min<std::uint64_t>(n, 256);  // attention_merge's MAX_SPLITS
   const std::uint64_t chunk = std::max<std::uint64_t>(blk, ((keys + n - 1) / n + blk - 1) / blk * blk);
-  return {static_cast<std::uint32_t>((keys + chunk - 1) / chunk), static_cast<std::uint32_t>(chunk)};
+  return {static_cast<std::uint32_t>((keys + chunk - 1) / chunk), static_cast<std::uint32_t>(chunk), 0};
 }
 
 /// The kernel a call runs on. coopmat: -1 where it applies (policy::vulkan<>'s
@@ -303,6 +314,10 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     if (cut.nsplit < 1 || cut.nsplit > 256 || static_cast<std::uint64_t>(cut.nsplit) * cut.chunk < static_cast<std::uint64_t>(a.keys_seen()))
       throw argument_error("kforge::vulkan: attention split plan of " + std::to_string(cut.nsplit) + " chunks of " +
                            std::to_string(cut.chunk) + " keys does not cover " + std::to_string(a.keys_seen()) + " keys");
+    if (cut.loads > attention_split_max_loads)
+      throw argument_error("kforge::vulkan: attention split plan with " + std::to_string(cut.loads) +
+                           " loads in flight (at most " + std::to_string(attention_split_max_loads) + ")");
+    const std::uint32_t loads = cut.loads ? cut.loads : attention_split_loads(ctx.info());
     struct {
       push base;
       std::uint32_t chunk, nsplit;
@@ -313,7 +328,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     u32(static_cast<index_t>(part_bytes / 4), "split partials");
     const buffer_ref part = s.keep(ctx.device_memory().allocate(part_bytes)).ref();
     const auto& v = make_variant("attention_split", shaders::attention_split, dt, {{"KF_VEC", std::to_string(vec)}});
-    const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3}}, {attention_split_wg, pc.d, pc.dv, rows});
+    const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3, 4}}, {attention_split_wg, pc.d, pc.dv, rows, loads});
     s.dispatch(p, {{q}, {k}, {v_}, {o, cut.nsplit == 1}, {part, cut.nsplit > 1}}, &ps, sizeof ps,
                grid(nbk * cut.nsplit), "attention split");
     if (cut.nsplit > 1) {

@@ -535,7 +535,14 @@ void main() {
 // and P·V accumulates in registers: invocation t owns output columns t % NC
 // (vectors of KF_VEC = 4 elements where D and Dv allow, else 1) and adds the
 // keys kl, kl + KL, … (kl = t / NC), reading each V row once per workgroup;
-// the KL partial sums meet in shared memory at the end. With one split the
+// the KL partial sums meet in shared memory at the end. Both passes issue
+// their loads UB at a time (spec constant 4) before using them (a K row's
+// vectors, the V rows of UB keys): on a GPU one at a time left each load's
+// latency exposed (H200, B1 H32/8 L32768 D128, UB = 8: 0.115 → 0.098 ms; 4
+// or 16 at a time and V rows loaded ahead of the scores were slower), while
+// llvmpipe, which builds a shader's machine code inside the first submission
+// that runs it, took ~6 s more to build the tiny transformer's kernels with
+// UB = 8 (see attention_split_loads). With one split the
 // output is written directly; else (output, m, l) of each split go to the
 // scratch binding (attention_merge combines them). Bounds: keys past the
 // chunk (or L) are not read; a masked key's V row is not multiplied.
@@ -543,6 +550,7 @@ inline constexpr const char* attention_split = R"glsl(
 layout(constant_id = 1) const uint D = 128;
 layout(constant_id = 2) const uint DV = 128;
 layout(constant_id = 3) const uint R = 4;  // query rows per workgroup: G query heads × S positions
+layout(constant_id = 4) const uint UB = 8;  // loads of K (vectors of a row) and of V (rows) issued together
 #if KF_VEC == 4
 #define TV T4
 #define FV vec4
@@ -608,9 +616,12 @@ void main() {
     float sr[R];
     for (uint rr = 0; rr < R; ++rr) sr[rr] = 0.0;
     if (j < je)
-      for (uint d = 0; d < DQ; ++d) {
-        const FV kv = LDV(k_[kbase + j * krs + d]);
-        for (uint rr = 0; rr < R; ++rr) sr[rr] += dot(qs[rr * DQ + d], kv);
+      for (uint d0 = 0; d0 < DQ; d0 += UB) {
+        FV kv[UB];  // UB loads in flight before their products
+        [[unroll]] for (uint u = 0; u < UB; ++u) kv[u] = d0 + u < DQ ? LDV(k_[kbase + j * krs + d0 + u]) : FV(0.0);
+        [[unroll]] for (uint u = 0; u < UB; ++u)
+          if (d0 + u < DQ)
+            for (uint rr = 0; rr < R; ++rr) sr[rr] += dot(qs[rr * DQ + d0 + u], kv[u]);
       }
     for (uint rr = 0; rr < R; ++rr)
       ss[rr * WG + t] = j < je && !(causal && j > rr % pc.S) ? sr[rr] * c2 : -KF_INF;
@@ -641,13 +652,21 @@ void main() {
       for (uint rr = 0; rr < R; ++rr)
         for (uint x = 0; x < NCT; ++x) acc[rr * NCT + x] *= crow[rr];
       const uint nk = min(WG, je - j0);
-      for (uint jj = kl; jj < nk; jj += KL)
+      for (uint ju = kl; ju < nk; ju += UB * KL)
         for (uint x = 0; x < NCT; ++x) {
           const uint c = c0 + x * WG;
           if (c >= NC) continue;
-          const FV vv = LDV(v_[vbase + (j0 + jj) * vrs + c]);
-          for (uint rr = 0; rr < R; ++rr)
-            if (!causal || j0 + jj <= rr % pc.S) acc[rr * NCT + x] += ss[rr * WG + jj] * vv;
+          FV vv[UB];  // the rows of UB keys in flight at once (one at a time left each load's latency exposed)
+          [[unroll]] for (uint u = 0; u < UB; ++u) {
+            const uint jj = ju + u * KL;
+            vv[u] = jj < nk ? LDV(v_[vbase + (j0 + jj) * vrs + c]) : FV(0.0);
+          }
+          [[unroll]] for (uint u = 0; u < UB; ++u) {
+            const uint jj = ju + u * KL;
+            if (jj < nk)
+              for (uint rr = 0; rr < R; ++rr)
+                if (!causal || j0 + jj <= rr % pc.S) acc[rr * NCT + x] += ss[rr * WG + jj] * vv[u];
+          }
         }
     }
     barrier();  // ss is the next block's
