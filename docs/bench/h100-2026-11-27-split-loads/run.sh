@@ -44,3 +44,12 @@ while [ $# -gt 0 ]; do
     *) shift ;;
   esac
 done
+# nomerge: vk_bench_nm --attention-decode with and without KFORGE_PROBE_NO_MERGE (merge dispatch left out: wrong results)
+if [ "${NOMERGE:-}" = 1 ]; then
+  for e in 0 1 0 1; do
+    g=$O/decode-nm-$e-$RANDOM.txt
+    if [ $e = 1 ]; then export KFORGE_PROBE_NO_MERGE=1; else unset KFORGE_PROBE_NO_MERGE; fi
+    (LD_LIBRARY_PATH=$L timeout 60 stdbuf -oL $B/vk_bench_nm --attention-decode > $g 2>&1; echo "rc=$?" >> $g)
+    echo "== no-merge=$e"; grep -E "RESULT|sweep|rc=|rror" $g
+  done
+fi
