@@ -39,7 +39,7 @@ while [ $# -gt 0 ]; do
       (cd $B && LD_LIBRARY_PATH=$L timeout $2 stdbuf -oL ./vulkan_ops -tc="*attention*" > "$f" 2>&1; echo "rc=$?" >> "$f")
       grep -E "test cases|assertions|rc=|ERROR|FAIL|rror|layer" "$f" | head -20; shift 2 ;;
     models)
-      LD_LIBRARY_PATH=$L timeout 400 bash bench/h100_models.sh $B $O/models "$2" > /dev/null 2>&1
+      LD_LIBRARY_PATH=$L timeout 700 bash bench/h100_models.sh $B $O/models "$2" > /dev/null 2>&1
       cat $O/models/table.txt; shift 2 ;;
     *) shift ;;
   esac
