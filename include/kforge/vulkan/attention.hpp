@@ -334,7 +334,7 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     if (cut.nsplit > 1) {
       const auto& mv = make_variant("attention_merge", shaders::attention_merge, dt, {});
       const auto& mp = ctx.get_pipeline(mv, {2, sizeof ps, {0, 1, 2}}, {attention_split_wg, pc.dv, rows});
-      s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows), "attention merge");
+      s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows * ((pc.dv + 31) / 32)), "attention merge");
     }
     return;
   }
