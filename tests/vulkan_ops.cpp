@@ -430,9 +430,11 @@ TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach th
 
 // The split (flash-decoding) kernel with each number of loads in flight a
 // device may get or a user may ask for (1: CPU devices' default, 8: GPUs',
-// 3: batches that end past a row's vectors and a block's keys) and cuts of
-// one chunk and of several (merged): every form matches Eigen, and a plan
-// asking for more loads than the kernel takes is refused.
+// 3: batches that end past a row's vectors and a block's keys), one key per
+// invocation and 8 invocations per key (groups of keys that end past a row's
+// vectors, Dv = 130: one vector per invocation or none), and cuts of one
+// chunk and of several (merged): every form matches Eigen, and a plan asking
+// for more loads or other lane counts than the kernel takes is refused.
 TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match eigen", T, float, half, bfloat16) {
   KFT_NEED_DEVICE();
   if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
@@ -462,18 +464,27 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
     dk.upload(make_view(k, ks));
     dv.upload(make_view(v, vs));
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
-    for (const std::uint32_t loads : {1u, 3u, 8u})
+    // (loads, lanes): CPU devices' default (1, 1), GPUs' (8, 8) (or as many lanes as the subgroups
+    // allow), 8 loads of one key per lane, and w lanes with batches that end past a row's vectors (3)
+    // and with one load at a time.
+    const std::uint32_t w = std::min<std::uint32_t>(8, vulkan::attention_split_max_lanes(ctx->info()));
+    // (16-bit types: the two defaults only; llvmpipe takes seconds to build each form.)
+    const std::pair<std::uint32_t, std::uint32_t> forms[] = {{1, 1}, {8, w}, {8, 1}, {1, w}, {3, w}};
+    for (std::size_t f = 0; f < (w == 1 || sizeof(T) == 2 ? 2 : 5); ++f)
       for (const std::uint64_t groups : {1ull, 512ull}) {
+        const auto [loads, lanes] = forms[f];
         vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, groups);
         plan.loads = loads;
+        plan.lanes = lanes;
         std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
         dout.upload(make_view(o, os));
         vulkan::stream st(*ctx);
         vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
         st.run();
         dout.download(make_view(o, os));
-        check_close(c.str() + " loads " + std::to_string(loads) + " splits " + std::to_string(plan.nsplit), o, ref, {1.0f},
-                    attention_tolerance(dtype_of<T>(), c.d, c.l));
+        check_close(c.str() + " loads " + std::to_string(loads) + " lanes " + std::to_string(lanes) + " splits " +
+                        std::to_string(plan.nsplit),
+                    o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
       }
   }
   CHECK(ran >= 3);
@@ -484,6 +495,13 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
   CHECK_THROWS_AS(vulkan::record_attention(st, dtype_of<T>(), cases[0].vk(), 1.0f, x.ref(), x.ref(), x.ref(), x.ref(), -1, 128,
                                            nullptr, &bad),
                   argument_error);
+  for (const std::uint32_t lanes : {3u, 64u}) {  // not a power of two; more than any subgroup here
+    bad = vulkan::attention_split_plan_for(cases[0].vk());
+    bad.lanes = lanes;
+    CHECK_THROWS_AS(vulkan::record_attention(st, dtype_of<T>(), cases[0].vk(), 1.0f, x.ref(), x.ref(), x.ref(), x.ref(), -1,
+                                             128, nullptr, &bad),
+                    argument_error);
+  }
   KFT_NO_VALIDATION_MESSAGES();
 }
 
@@ -688,17 +706,20 @@ TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat 
   // The split kernel and its merge, both dtypes and load widths; their shared memory as budgeted.
   for (const dtype dt : {dtype::f32, dtype::f16})
     for (const char* vec : {"1", "4"}) {
-      const auto sv = vulkan::detail::make_variant("attention_split", vulkan::shaders::attention_split, dt, {{"KF_VEC", vec}});
+      const char* shuffle = vec[0] == '4' ? "1" : "0";
+      const auto sv = vulkan::detail::make_variant("attention_split", vulkan::shaders::attention_split, dt,
+                                                   {{"KF_VEC", vec}, {"KF_SHUFFLE", shuffle}});
       std::vector<std::uint32_t> sspv;
       REQUIRE_NOTHROW(sspv = vulkan::shader_compiler::compile(sv));
-      CHECK_NOTHROW(vulkan::check_interface(sv.name, sspv, {5, 48, {0, 1, 2, 3, 4}}));
+      CHECK_NOTHROW(vulkan::check_interface(sv.name, sspv, {5, 48, {0, 1, 2, 3, 4, 5}}));
       for (const vulkan::attention_dims a : {vulkan::attention_dims{1, 32, 8, 1, 4096, 128, 128},
                                             vulkan::attention_dims{1, 16, 1, 1, 100, 256, 256},
                                             vulkan::attention_dims{2, 8, 2, 2, 100, 64, 64},
                                             vulkan::attention_dims{1, 4, 1, 1, 100, 63, 63}})
         if ((vec[0] == '4') == (a.d % 4 == 0)) {
           const auto s = specialise(sspv, {vulkan::attention_split_wg, static_cast<std::uint32_t>(a.d),
-                                           static_cast<std::uint32_t>(a.dv), static_cast<std::uint32_t>(a.group() * a.s), 8});
+                                           static_cast<std::uint32_t>(a.dv), static_cast<std::uint32_t>(a.group() * a.s), 8,
+                                           shuffle[0] == '1' ? 8u : 1u});
           CHECK(shared_bytes(s) == vulkan::attention_split_shared_bytes(a));
         }
     }

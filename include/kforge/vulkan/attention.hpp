@@ -186,9 +186,11 @@ inline bool attention_split_applies(const device_info& info, dtype, const attent
 /// KV heads × splits so that every SM holds several (an H100 has 132), but no
 /// chunk below one block: the merge's extra dispatch is paid either way.
 /// `loads`: K vectors and V rows the kernel issues before their products
-/// (0: attention_split_loads' choice for the device).
+/// (0: attention_split_loads' choice for the device). `lanes`: invocations
+/// that share one key's scores (each a `lanes`-th of the K row; a power of
+/// two no larger than the subgroup; 0: attention_split_lanes' choice).
 struct attention_split_plan {
-  std::uint32_t nsplit = 1, chunk = 0, loads = 0;
+  std::uint32_t nsplit = 1, chunk = 0, loads = 0, lanes = 0;
 };
 inline constexpr std::uint32_t attention_split_max_loads = 32;
 /// The split kernel's loads in flight by default: 8 on a GPU (one at a time
@@ -199,6 +201,24 @@ inline constexpr std::uint32_t attention_split_max_loads = 32;
 /// kernels took ~6 s longer to build there (past the 5 s submission limit)
 /// for no gain.
 inline std::uint32_t attention_split_loads(const device_info& info) { return info.type == "cpu" ? 1u : 8u; }
+/// The split kernel's lanes per key may be at most the smallest subgroup the
+/// device may run it with (its groups of lanes sum over subgroup shuffles),
+/// where the device has subgroup shuffles and every subgroup size divides the
+/// workgroup; else only 1.
+inline std::uint32_t attention_split_max_lanes(const device_info& info) {
+  const std::uint32_t lo = info.min_subgroup_size ? std::min(info.min_subgroup_size, info.subgroup_size) : info.subgroup_size;
+  const std::uint32_t hi = std::max(info.max_subgroup_size, info.subgroup_size);
+  const bool shuffle = (info.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT) != 0;
+  return !shuffle || lo == 0 || hi > attention_split_wg || attention_split_wg % hi != 0 ? 1u : std::min<std::uint32_t>(lo, 32);
+}
+/// The split kernel's lanes per key by default: on a GPU 8 where subgroups
+/// allow it (a subgroup load then reads 8 consecutive vectors of each of 4
+/// keys; with one key per lane it read 32 K rows per load), else 1; 1 on a
+/// CPU device (no coalescing to gain, and llvmpipe builds the 8-lane kernel
+/// inside the first submission that runs it, ~2 s more per pipeline).
+inline std::uint32_t attention_split_lanes(const device_info& info) {
+  return info.type == "cpu" ? 1u : std::min<std::uint32_t>(8, attention_split_max_lanes(info));
+}
 inline attention_split_plan attention_split_plan_for(const attention_dims& a, std::uint64_t groups = 512) {
   const std::uint64_t keys = static_cast<std::uint64_t>(a.keys_seen()), blk = attention_split_wg;
   const std::uint64_t nbk = std::max<std::uint64_t>(1, static_cast<std::uint64_t>(a.b * a.hkv));
@@ -318,6 +338,11 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
       throw argument_error("kforge::vulkan: attention split plan with " + std::to_string(cut.loads) +
                            " loads in flight (at most " + std::to_string(attention_split_max_loads) + ")");
     const std::uint32_t loads = cut.loads ? cut.loads : attention_split_loads(ctx.info());
+    const std::uint32_t lanes = cut.lanes ? cut.lanes : attention_split_lanes(ctx.info());
+    if ((lanes & (lanes - 1)) != 0 || lanes > attention_split_max_lanes(ctx.info()))
+      throw argument_error("kforge::vulkan: attention split plan with " + std::to_string(lanes) +
+                           " lanes per key (a power of two, at most " + std::to_string(attention_split_max_lanes(ctx.info())) +
+                           " on this device)");
     struct {
       push base;
       std::uint32_t chunk, nsplit;
@@ -327,8 +352,9 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     const std::uint64_t part_bytes = cut.nsplit > 1 ? 4ull * cut.nsplit * nbk * rows * (static_cast<std::uint64_t>(a.dv) + 2) : 4;
     u32(static_cast<index_t>(part_bytes / 4), "split partials");
     const buffer_ref part = s.keep(ctx.device_memory().allocate(part_bytes)).ref();
-    const auto& v = make_variant("attention_split", shaders::attention_split, dt, {{"KF_VEC", std::to_string(vec)}});
-    const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3, 4}}, {attention_split_wg, pc.d, pc.dv, rows, loads});
+    const auto& v = make_variant("attention_split", shaders::attention_split, dt,
+                                  {{"KF_VEC", std::to_string(vec)}, {"KF_SHUFFLE", lanes > 1 ? "1" : "0"}});
+    const auto& p = ctx.get_pipeline(v, {5, sizeof ps, {0, 1, 2, 3, 4, 5}}, {attention_split_wg, pc.d, pc.dv, rows, loads, lanes});
     s.dispatch(p, {{q}, {k}, {v_}, {o, cut.nsplit == 1}, {part, cut.nsplit > 1}}, &ps, sizeof ps,
                grid(nbk * cut.nsplit), "attention split");
     if (cut.nsplit > 1) {
