@@ -726,5 +726,5 @@ TEST_CASE("vulkan attention kernels compile and match their interfaces; coopmat 
   const auto mv = vulkan::detail::make_variant("attention_merge", vulkan::shaders::attention_merge, dtype::f16, {});
   std::vector<std::uint32_t> mspv;
   REQUIRE_NOTHROW(mspv = vulkan::shader_compiler::compile(mv));
-  CHECK_NOTHROW(vulkan::check_interface(mv.name, mspv, {2, 48, {0, 1, 2}}));
+  CHECK_NOTHROW(vulkan::check_interface(mv.name, mspv, {2, 48, {0, 1, 2, 3}}));
 }

@@ -164,6 +164,9 @@ inline bool attention_coopmat_applies(const device_info& info, dtype dt, index_t
 /// 4 output columns per invocation).
 inline constexpr index_t attention_split_max_rows = 16;
 inline constexpr std::uint32_t attention_split_wg = 128;
+/// attention_merge: output columns per workgroup (a divisor of attention_split_wg).
+inline constexpr std::uint32_t attention_merge_cols = 32;
+static_assert(attention_split_wg % attention_merge_cols == 0);
 
 /// Shared memory attention_split declares for a call (bytes).
 inline std::uint64_t attention_split_shared_bytes(const attention_dims& a) {
@@ -359,8 +362,9 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
                grid(nbk * cut.nsplit), "attention split");
     if (cut.nsplit > 1) {
       const auto& mv = make_variant("attention_merge", shaders::attention_merge, dt, {});
-      const auto& mp = ctx.get_pipeline(mv, {2, sizeof ps, {0, 1, 2}}, {attention_split_wg, pc.dv, rows});
-      s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows * ((pc.dv + 31) / 32)), "attention merge");
+      const auto& mp = ctx.get_pipeline(mv, {2, sizeof ps, {0, 1, 2, 3}}, {attention_split_wg, pc.dv, rows, attention_merge_cols});
+      s.dispatch(mp, {{part}, {o, true}}, &ps, sizeof ps, grid(nbk * rows * ((pc.dv + attention_merge_cols - 1) / attention_merge_cols)),
+                 "attention merge");
     }
     return;
   }

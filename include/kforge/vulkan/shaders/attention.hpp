@@ -754,10 +754,10 @@ layout(constant_id = 2) const uint R = 4;
 layout(std430, set = 0, binding = 0) readonly buffer BufP { float part_[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer BufO { T o_[]; };
 layout(push_constant) uniform Push { uint BH, S, L, D_, DV_; float scale; uint causal, H, G, bshd, chunk, nsplit; } pc;
+layout(constant_id = 3) const uint CB = 32;  // output columns per workgroup (the host's attention_merge_cols; divides WG)
 const uint MAX_SPLITS = 256;
-const uint CB = 32;  // output columns per workgroup
 shared float w_[MAX_SPLITS];
-shared float red_[1024];  // one partial sum per invocation (WG <= 1024, a multiple of CB)
+shared float red_[gl_WorkGroupSize.x];  // one partial sum per invocation
 
 void main() {
   const uint t = gl_LocalInvocationID.x, WG = gl_WorkGroupSize.x;
