@@ -799,17 +799,21 @@ void attention_cases(vulkan::context& ctx, bool sweep, bool probes = false, bool
     report(what, ms, true);
     if ((sweep || decode_only) && kind == vulkan::attention_kernel::split)
       for (std::uint64_t groups : {128, 256, 512, 1024, 2048})
-        for (std::uint32_t lanes : {1u, 4u, 8u, 16u}) {
-          if (lanes > vulkan::attention_split_max_lanes(ctx.info()) || (groups != 512 && lanes != 1 && lanes != 8)) continue;
-          auto plan = vulkan::attention_split_plan_for(a, groups);
-          plan.lanes = lanes;
-          const double tm = median_ms(ctx, [&](vulkan::stream& st) {
-            vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
-                                     o.ref(), -1, 128, nullptr, &plan);
-          }, 10, plan.nsplit > 1 ? 2 : 1, 0.3);
-          report("split " + std::to_string(plan.nsplit) + " x " + std::to_string(plan.chunk) + " keys, " +
-                     std::to_string(lanes) + " lanes per key", tm, false);
-        }
+        for (std::uint32_t lanes : {1u, 4u, 8u, 16u})
+          for (std::uint32_t loads : {4u, 8u, 16u}) {
+            if (lanes > vulkan::attention_split_max_lanes(ctx.info()) || (groups != 512 && lanes != 1 && lanes != 8) ||
+                (loads != 8 && (groups != 512 || lanes == 1)))
+              continue;
+            auto plan = vulkan::attention_split_plan_for(a, groups);
+            plan.lanes = lanes;
+            plan.loads = loads;
+            const double tm = median_ms(ctx, [&](vulkan::stream& st) {
+              vulkan::record_attention(st, dtype::f16, a, 1.0f / std::sqrt(static_cast<float>(c.d)), q.ref(), k.ref(), v.ref(),
+                                       o.ref(), -1, 128, nullptr, &plan);
+            }, 10, plan.nsplit > 1 ? 2 : 1, 0.3);
+            report("split " + std::to_string(plan.nsplit) + " x " + std::to_string(plan.chunk) + " keys, " +
+                       std::to_string(lanes) + " lanes per key, " + std::to_string(loads) + " loads", tm, false);
+          }
     const float sc = 1.0f / std::sqrt(static_cast<float>(c.d));
     // The workgroup-scope kernel beside the default where the device has it (no policy picks it:
     // vulkan/attention.hpp says why), and in a sweep every tiling the device takes and the timing
