@@ -431,8 +431,9 @@ TEST_CASE_TEMPLATE("vulkan attention: an Inf in a masked V row does not reach th
 // The split (flash-decoding) kernel with each number of loads in flight a
 // device may get or a user may ask for (1: CPU devices' default, 8: GPUs',
 // 3: batches that end past a row's vectors and a block's keys), one key per
-// invocation and 8 invocations per key (groups of keys that end past a row's
-// vectors, Dv = 130: one vector per invocation or none), and cuts of one
+// invocation and 8 invocations per key (D = 20 and 16: lanes with one vector
+// of the row or none; D = 9 and 130: a lane with one more than the others),
+// and every other lane count the device takes for one shape; cuts of one
 // chunk and of several (merged): every form matches Eigen, and a plan asking
 // for more loads or other lane counts than the kernel takes is refused.
 TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match eigen", T, float, half, bfloat16) {
@@ -468,9 +469,10 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
     // allow), 8 loads of one key per lane, and w lanes with batches that end past a row's vectors (3)
     // and with one load at a time.
     const std::uint32_t w = std::min<std::uint32_t>(8, vulkan::attention_split_max_lanes(ctx->info()));
-    // (16-bit types: the two defaults only; llvmpipe takes seconds to build each form.)
-    const std::pair<std::uint32_t, std::uint32_t> forms[] = {{1, 1}, {8, w}, {8, 1}, {1, w}, {3, w}};
-    for (std::size_t f = 0; f < (w == 1 || sizeof(T) == 2 ? 2 : 5); ++f)
+    // (16-bit types: the two defaults only; llvmpipe takes seconds to build each form.) Then, for
+    // the first shape, every other power of two up to the device's limit.
+    const std::pair<std::uint32_t, std::uint32_t> forms[] = {{1, 1}, {8, w}, {8, 1}, {3, 1}, {1, w}, {3, w}};
+    for (std::size_t f = 0; f < (sizeof(T) == 2 ? 2 : w == 1 ? 4 : 6); ++f)
       for (const std::uint64_t groups : {1ull, 512ull}) {
         const auto [loads, lanes] = forms[f];
         vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, groups);
@@ -486,6 +488,19 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
                         std::to_string(plan.nsplit),
                     o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
       }
+    if (ran == 1 && sizeof(T) == 4)
+      for (std::uint32_t lanes = 2; lanes <= vulkan::attention_split_max_lanes(ctx->info()); lanes *= 2) {
+        if (lanes == w) continue;
+        vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, 512);
+        plan.lanes = lanes;
+        std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
+        dout.upload(make_view(o, os));
+        vulkan::stream st(*ctx);
+        vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
+        st.run();
+        dout.download(make_view(o, os));
+        check_close(c.str() + " lanes " + std::to_string(lanes), o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
+      }
   }
   CHECK(ran >= 3);
   vulkan::attention_split_plan bad = vulkan::attention_split_plan_for(cases[0].vk());
@@ -495,7 +510,8 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
   CHECK_THROWS_AS(vulkan::record_attention(st, dtype_of<T>(), cases[0].vk(), 1.0f, x.ref(), x.ref(), x.ref(), x.ref(), -1, 128,
                                            nullptr, &bad),
                   argument_error);
-  for (const std::uint32_t lanes : {3u, 64u}) {  // not a power of two; more than any subgroup here
+  // Not a power of two; past the device's limit; past any subgroup.
+  for (const std::uint32_t lanes : {3u, 2 * vulkan::attention_split_max_lanes(ctx->info()), 64u}) {
     bad = vulkan::attention_split_plan_for(cases[0].vk());
     bad.lanes = lanes;
     CHECK_THROWS_AS(vulkan::record_attention(st, dtype_of<T>(), cases[0].vk(), 1.0f, x.ref(), x.ref(), x.ref(), x.ref(), -1,

@@ -374,10 +374,13 @@ TEST_CASE("coopmat2 configs: checked against the device's workgroup-scope shapes
   CHECK(cfg(256, 6272, 2304).bn == 128);  // an edge column of wide tiles: the thin-grid rule stays off
   CHECK(cfg(1000, 4096, 4096).bn == 128);  // ... and an edge row
   CHECK((cfg(64, 4096, 4096).bm == 64 && cfg(64, 4096, 4096).splits == 8));
-  CHECK((cfg(16, 4096, 4096).bm == 32 && cfg(16, 4096, 4096).splits > 1));
+  CHECK((cfg(16, 4096, 4096).bm == 32 && cfg(16, 4096, 4096).splits == 8));  // 32 tiles towards 896, 512 deep
+  CHECK((cfg(32, 14336, 4096).bm == 32 && cfg(32, 14336, 4096).splits == 8));  // 112 tiles: 896
+  CHECK(cfg(32, 28672, 8192).splits == 4);                                      // 224 tiles: 896
+  CHECK(cfg(32, 14336, 1024).splits == 2);                                      // K too short for more
   // A few rows on a wide N (8×128256, a vocabulary at decode): the 32-row tile, not the wide one
   // whose grid the vocabulary alone fills (0.48 ms against 1.92 on the H100).
-  CHECK((cfg(8, 128256, 4096).bm == 32 && cfg(8, 128256, 4096).bn == 128));
+  CHECK((cfg(8, 128256, 4096).bm == 32 && cfg(8, 128256, 4096).bn == 128 && cfg(8, 128256, 4096).splits == 1));
   CHECK(cfg(64, 128256, 4096).bm <= 64);
   CHECK(cfg(100, 33, 257).kernel == gemm_kernel::coopmat2);  // any shape: the kernel handles every edge
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 512, 4096, 4096, false).kernel != gemm_kernel::coopmat2);
@@ -434,6 +437,7 @@ TEST_CASE("gemv_coopmat configs: checked, and the default for f16 decode rows pa
   CHECK(cfg(dtype::f16, 8, 64, 256).splits == 1);  // K of one chunk: no split
   CHECK(cfg(dtype::f16, 17, 14336, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(cfg(dtype::bf16, 8, 14336, 4096).kernel == gemm_kernel::coopmat2);
+  CHECK(cfg(dtype::bf16, 8, 14336, 4096).splits == 8);  // the 32-row tile's 112 columns towards 896 workgroups
   CHECK(cfg(dtype::f32, 8, 14336, 4096).kernel == gemm_kernel::gemv);
   CHECK(vulkan::gemm_default_config(h100, dtype::f16, 8, 14336, 4096, false).kernel == gemm_kernel::gemv);
   int n = 0;

@@ -539,8 +539,8 @@ void main() {
 // (vectors of KF_VEC = 4 elements where D and Dv allow, else 1) and adds the
 // keys kl, kl + KL, … (kl = t / NC), reading each V row once per workgroup;
 // the KL partial sums meet in shared memory at the end. Both passes issue
-// their loads UB at a time (spec constant 4) before using them (a K row's
-// vectors, the V rows of UB keys): on a GPU one at a time left each load's
+// about UB loads at a time (spec constant 4) before using them (KB keys'
+// UBV vectors each of K, the V rows of UB keys): on a GPU one at a time left each load's
 // latency exposed (H200, B1 H32/8 L32768 D128, UB = 8: 0.115 → 0.098 ms; 4
 // or 16 at a time and V rows loaded ahead of the scores were slower), while
 // llvmpipe, which builds a shader's machine code inside the first submission
@@ -556,8 +556,14 @@ inline constexpr const char* attention_split = R"glsl(
 layout(constant_id = 1) const uint D = 128;
 layout(constant_id = 2) const uint DV = 128;
 layout(constant_id = 3) const uint R = 4;  // query rows per workgroup: G query heads × S positions
-layout(constant_id = 4) const uint UB = 8;  // loads of K (vectors of a row) and of V (rows) issued together
-layout(constant_id = 5) const uint KG = 1;  // lanes per key in the scores pass: a power of two, <= the subgroup size (1 without KF_SHUFFLE)
+layout(constant_id = 4) const uint UB = 8;  // loads of K (vectors) and of V (rows) issued together
+// Lanes per key in the scores pass: a power of two, <= the subgroup size; 1 without KF_SHUFFLE.
+layout(constant_id = 5) const uint KG_ = 1;
+#if defined(KF_SHUFFLE) && KF_SHUFFLE
+const uint KG = KG_;
+#else
+const uint KG = 1u;
+#endif
 #if KF_VEC == 4
 #define TV T4
 #define FV vec4
@@ -742,10 +748,11 @@ void main() {
 }
 )glsl";
 
-// attention_merge: one workgroup per 32 output columns of a row (batch·KV
-// head, row rr): weights w_s = exp2(m_s − max m) of each split's partial
-// (output, m, l), O = Σ w_s·out_s / Σ w_s·l_s; the WG / 32 lanes of a column
-// take every (WG / 32)-th split and meet in shared memory. (One workgroup
+// attention_merge: one workgroup per CB output columns of a row (spec
+// constant 3, the host's attention_merge_cols = 32; batch·KV head, row rr):
+// weights w_s = exp2(m_s − max m) of each split's partial (output, m, l),
+// O = Σ w_s·out_s / Σ w_s·l_s; the WG / CB lanes of a column take every
+// (WG / CB)-th split and meet in shared memory. (One workgroup
 // per row — 32 on the H100 for B1 H32/8 decode — took ~9.5 µs of the call's
 // 100 at L 32768; this form ~6.5.) At most 256 splits (the host's limit).
 inline constexpr const char* attention_merge = R"glsl(
