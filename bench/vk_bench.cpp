@@ -897,7 +897,7 @@ int run_bench(int argc, char** argv) {
   if (mode == "--gemm-shapes" || mode == "--gemm-sweep") {
     // Shapes given as MxNxK after the mode replace the built-in list (both dtypes each).
     std::vector<gemm_shape> given;
-    bool f16_only = false;
+    bool f16_only = false, bf16 = false;
     for (int i = 2; i < argc; ++i) {
       long long m = 0, n = 0, k = 0;
       char tail = 0;
@@ -905,6 +905,8 @@ int run_bench(int argc, char** argv) {
         given.push_back({static_cast<index_t>(m), static_cast<index_t>(n), static_cast<index_t>(k)});
       else if (std::string(argv[i]) == "--f16")
         f16_only = true;
+      else if (std::string(argv[i]) == "--bf16")
+        bf16 = true;
       else if (std::string(argv[i]) != "--smoke") {
         std::fprintf(stderr, "vk_bench: '%s' is not a gemm shape MxNxK\n", argv[i]);
         return 2;
@@ -912,6 +914,10 @@ int run_bench(int argc, char** argv) {
     }
     if (!given.empty()) {
       for (const auto& sh : given) {
+        if (bf16) {
+          shape_case<bfloat16>(sh, "bf16", mode == "--gemm-sweep");
+          continue;
+        }
         if (!f16_only) shape_case<float>(sh, "f32", mode == "--gemm-sweep");
         shape_case<half>(sh, "f16", mode == "--gemm-sweep");
       }
