@@ -465,41 +465,36 @@ TEST_CASE_TEMPLATE("vulkan attention split: loads in flight and key cuts match e
     dk.upload(make_view(k, ks));
     dv.upload(make_view(v, vs));
     const float scale = 1.0f / std::sqrt(static_cast<float>(c.d));
+    auto check_plan = [&](const vulkan::attention_split_plan& plan, const std::string& what) {
+      std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
+      dout.upload(make_view(o, os));
+      vulkan::stream st(*ctx);
+      vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
+      st.run();
+      dout.download(make_view(o, os));
+      check_close(c.str() + what + " splits " + std::to_string(plan.nsplit), o, ref, {1.0f},
+                  attention_tolerance(dtype_of<T>(), c.d, c.l));
+    };
     // (loads, lanes): CPU devices' default (1, 1), GPUs' (8, 8) (or as many lanes as the subgroups
-    // allow), 8 loads of one key per lane, and w lanes with batches that end past a row's vectors (3)
-    // and with one load at a time.
+    // allow), 8 and 3 loads of one key per lane, and w lanes with batches that end past a row's
+    // vectors (3) and with one load at a time. (16-bit types: the two defaults only; llvmpipe takes
+    // seconds to build each form.) Then, for the first shape, every other power of two up to the
+    // device's limit.
     const std::uint32_t w = std::min<std::uint32_t>(8, vulkan::attention_split_max_lanes(ctx->info()));
-    // (16-bit types: the two defaults only; llvmpipe takes seconds to build each form.) Then, for
-    // the first shape, every other power of two up to the device's limit.
     const std::pair<std::uint32_t, std::uint32_t> forms[] = {{1, 1}, {8, w}, {8, 1}, {3, 1}, {1, w}, {3, w}};
     for (std::size_t f = 0; f < (sizeof(T) == 2 ? 2 : w == 1 ? 4 : 6); ++f)
       for (const std::uint64_t groups : {1ull, 512ull}) {
-        const auto [loads, lanes] = forms[f];
         vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, groups);
-        plan.loads = loads;
-        plan.lanes = lanes;
-        std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
-        dout.upload(make_view(o, os));
-        vulkan::stream st(*ctx);
-        vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
-        st.run();
-        dout.download(make_view(o, os));
-        check_close(c.str() + " loads " + std::to_string(loads) + " lanes " + std::to_string(lanes) + " splits " +
-                        std::to_string(plan.nsplit),
-                    o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
+        plan.loads = forms[f].first;
+        plan.lanes = forms[f].second;
+        check_plan(plan, " loads " + std::to_string(plan.loads) + " lanes " + std::to_string(plan.lanes));
       }
     if (ran == 1 && sizeof(T) == 4)
       for (std::uint32_t lanes = 2; lanes <= vulkan::attention_split_max_lanes(ctx->info()); lanes *= 2) {
         if (lanes == w) continue;
         vulkan::attention_split_plan plan = vulkan::attention_split_plan_for(a, 512);
         plan.lanes = lanes;
-        std::vector<T> o(ref.size(), static_cast<T>(std::numeric_limits<float>::quiet_NaN()));
-        dout.upload(make_view(o, os));
-        vulkan::stream st(*ctx);
-        vulkan::record_attention(st, dtype_of<T>(), a, scale, dq.ref(), dk.ref(), dv.ref(), dout.ref(), -1, 128, nullptr, &plan);
-        st.run();
-        dout.download(make_view(o, os));
-        check_close(c.str() + " lanes " + std::to_string(lanes), o, ref, {1.0f}, attention_tolerance(dtype_of<T>(), c.d, c.l));
+        check_plan(plan, " lanes " + std::to_string(lanes));
       }
   }
   CHECK(ran >= 3);
