@@ -540,8 +540,8 @@ void main() {
 // keys kl, kl + KL, … (kl = t / NC), reading each V row once per workgroup;
 // the KL partial sums meet in shared memory at the end. Both passes issue
 // about UB loads at a time (spec constant 4) before using them (KB keys'
-// UBV vectors each of K, the V rows of UB keys): on a GPU one at a time left each load's
-// latency exposed (H200, B1 H32/8 L32768 D128, UB = 8: 0.115 → 0.098 ms; 4
+// UBV vectors each of K, the V rows of UB keys): on a GPU one at a time left
+// each load's latency exposed (H200, B1 H32/8 L32768 D128, UB = 8: 0.115 → 0.098 ms; 4
 // or 16 at a time and V rows loaded ahead of the scores were slower), while
 // llvmpipe, which builds a shader's machine code inside the first submission
 // that runs it, took ~6 s more to build the tiny transformer's kernels with
