@@ -1,7 +1,8 @@
 // tools/cmd_tune.cpp — `kforge tune`: search a backend's space for one
 // problem, validate every candidate before timing it, store the winner in the
 // tuning cache and every trial in the history (include/kforge/tune/).
-// With --policy vulkan the accepted generated kernels of exactly the problem
+// With --policy vulkan, gemm and attention search the backend's knobs
+// (tune/vulkan_space.hpp), and the accepted generated kernels of exactly the problem
 // (kforge gen's c_ records, tune/generated_space.hpp) compete next to
 // kforge's own Vulkan kernels, unless --no-generated.
 //
@@ -51,10 +52,15 @@ std::vector<tune::candidate> tune_candidates(const problem& p, const std::string
       if (out.empty() && gen.empty())
         throw unsupported_error("no gemm tiling of the Vulkan space runs on '" + vulkan::default_context().info().name +
                                 "' for " + std::string(to_string(p.type)));
+    } else if (is_family<attention_traits>(p)) {
+      out = tune::vulkan_attention_candidates(vulkan::default_context(), p);
+      if (out.empty() && gen.empty())
+        throw unsupported_error("no attention kernel of the Vulkan space runs on '" +
+                                vulkan::default_context().info().name + "' for " + std::string(to_string(p.type)));
     } else {
       // One own kernel per op: tuning is a contest with generated kernels or nothing.
       if (gen.empty())
-        throw unsupported_error("the Vulkan search space covers gemm only, not " + p.op +
+        throw unsupported_error("the Vulkan search space covers gemm and attention, not " + p.op +
                                 (with_generated ? "; other ops are tuned against accepted generated kernels of the "
                                                   "exact problem, and there are none (kforge gen --op " + p.op + " ...)"
                                                 : std::string()));

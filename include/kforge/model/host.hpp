@@ -10,7 +10,7 @@
 // A step takes token ids and returns the greedy next token: the embedding
 // (op::embedding) and the argmax of the logits (op::topk, k = 1) are stages
 // of the program like every other op. A policy that lacks an op
-// (policy::autotune has gemm only) runs that op on policy::threaded<>, what
+// (policy::autotune has gemm and attention only) runs that op on policy::threaded<>, what
 // autotune itself falls back to on the CPU (op_policy_t). Buffers —
 // activations per step length, the KV cache — are allocated on first use and
 // kept: a step allocates nothing, and the CPU kernels keep their scratch per

@@ -24,8 +24,8 @@
 // for the GPU, and the GPU's span from its first command to its last.
 //
 // Policy: policy::vulkan<Knobs...> (default), or policy::autotune for its
-// gemms (the tuned config of the tensors' device); ops a policy lacks run on
-// policy::vulkan<>. Weights and activations are held in the session's dtype
+// gemms and attention (the tuned config of the tensors' device); ops a policy
+// lacks run on policy::vulkan<>. Weights and activations are held in the session's dtype
 // on the device (vulkan::device_type_t: bf16 stays bf16, with f32 arithmetic
 // in the kernels and bf16 tensor cores for the gemms where the device has
 // them); f16 and bf16 sessions need 16-bit storage (vulkan::device_tensor

@@ -1,5 +1,7 @@
-// kforge/tune/autotune.hpp — policy::autotune for gemm: at run time the
-// tuning cache decides what runs, on the device that holds the data.
+// kforge/tune/autotune.hpp — policy::autotune for gemm and attention: at run
+// time the tuning cache decides what runs, on the device that holds the data.
+// (Attention: on Vulkan device tensors only, resolve_vulkan_attention below;
+// its host views run the CPU default.)
 //
 //   kforge::run<kforge::policy::autotune>(op::gemm<float>{}, A, B, C);     // host views: the CPU
 //   kforge::run<kforge::policy::autotune>(op::gemm<float>{}, dA, dB, dC);  // vulkan::device_tensor
@@ -92,6 +94,7 @@ struct memo_key {
   std::uint64_t driver = 0;
   int type = 0;
   index_t m = 0, n = 0, k = 0;
+  std::string bucket;  ///< ops other than gemm: their bucket text (empty for gemm, which m, n, k key)
   friend auto operator<=>(const memo_key&, const memo_key&) = default;
 };
 template <class Choice>
@@ -111,6 +114,7 @@ struct autotune_state {
   memo_map<int> cpu;  // index into cpu_gemm_space
 #if defined(KFORGE_HAS_VULKAN)
   memo_map<vk_choice> vk;
+  memo_map<std::optional<vulkan::attention_config>> vk_attention;  // nullopt: the default for the call's shape
 #endif
 };
 inline autotune_state& state() {
@@ -164,22 +168,22 @@ inline problem gemm_problem(dtype t, index_t m, index_t n, index_t k) {
   return p;
 }
 
-/// The resolution shared by every device: memo (keyed by `device`, `driver`,
-/// dtype and bucket), then the cache entry for (identity(), the gemm) if
-/// `choose` accepts it, then tuning over `candidates(p)` when tune_on_miss,
-/// else `fallback`. `choose` maps a cache entry to what runs (nullopt: not in
-/// this build's space or refused by this device); `name` names a choice. A
-/// memo hit takes the lock and one map lookup, and builds no string.
-template <class Choice, class Identity, class Choose, class Candidates, class Name>
-Choice resolve(memo_map<Choice>& memo, std::uint64_t device, std::uint64_t driver, dtype t, index_t m, index_t n,
-               index_t k, Identity identity, const Choice& fallback, Choose choose, Candidates candidates, Name name) {
-  const memo_key mk{device, driver, static_cast<int>(t), bucket_dim(m), bucket_dim(n), bucket_dim(k)};
+/// The resolution shared by every device and op: memo (keyed by `mk`:
+/// device, driver, dtype and bucket), then the cache entry for (identity(),
+/// the problem make_problem() builds) if `choose` accepts it, then tuning
+/// over `candidates(p)` when tune_on_miss, else `fallback`. `choose` maps a
+/// cache entry to what runs (nullopt: not in this build's space or refused by
+/// this device); `name` names a choice. A gemm's memo hit takes the lock and
+/// one map lookup, and builds no string.
+template <class Choice, class MakeProblem, class Identity, class Choose, class Candidates, class Name>
+Choice resolve(memo_map<Choice>& memo, const memo_key& mk, MakeProblem make_problem, Identity identity,
+               const Choice& fallback, Choose choose, Candidates candidates, Name name) {
   std::lock_guard lock(state().m);
   if (auto it = memo.find(mk); it != memo.end()) {
     last = it->second.second;
     return it->second.first;
   }
-  const problem p = gemm_problem(t, m, n, k);
+  const problem p = make_problem();
   const device_identity id = identity();
   const cache_key key = key_for(p, id);
   const std::string fallback_name = name(fallback);
@@ -245,6 +249,7 @@ inline void forget_resolutions() {
   detail::state().cpu.clear();
 #if defined(KFORGE_HAS_VULKAN)
   detail::state().vk.clear();
+  detail::state().vk_attention.clear();
 #endif
 }
 
@@ -254,7 +259,8 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
   detail::last_vk_default.reset();
 #endif
   return detail::resolve(
-      detail::state().cpu, 0, 0, t, m, n, k, [] { return cpu_identity(); }, detail::default_index(),
+      detail::state().cpu, detail::memo_key{0, 0, static_cast<int>(t), bucket_dim(m), bucket_dim(n), bucket_dim(k), {}},
+      [&] { return detail::gemm_problem(t, m, n, k); }, [] { return cpu_identity(); }, detail::default_index(),
       [](const cache_entry& e) -> std::optional<int> {
         const int i = detail::index_of(e.candidate);
         return i >= 0 ? std::optional<int>(i) : std::nullopt;
@@ -267,6 +273,15 @@ inline int resolve_gemm(dtype t, index_t m, index_t n, index_t k) {
 }
 
 #if defined(KFORGE_HAS_VULKAN)
+namespace detail {
+/// A Vulkan device's part of a memo key: vendor and device id; its driver's:
+/// a hash of the driver's name and info, and its version.
+inline std::uint64_t vk_device_key(const vulkan::device_info& d) { return (std::uint64_t{d.vendor_id} << 32) | d.device_id; }
+inline std::uint64_t vk_driver_key(const vulkan::device_info& d) {
+  return ((std::hash<std::string>{}(d.driver_name) * 31 + std::hash<std::string>{}(d.driver_info)) << 32) ^ d.driver_version;
+}
+}  // namespace detail
+
 /// What runs gemm (storage dtype t: f32, f16 or bf16, M×N×K) on ctx's
 /// device: the cached Vulkan winner for this device, driver and bucket if
 /// the device accepts it, else (or after tuning on a miss) what
@@ -276,10 +291,10 @@ inline detail::vk_choice resolve_vulkan_gemm_choice(vulkan::context& ctx, dtype 
   using choice = detail::vk_choice;
   const auto& d = ctx.info();
   choice c = detail::resolve(
-      detail::state().vk, (std::uint64_t{d.vendor_id} << 32) | d.device_id,
-      ((std::hash<std::string>{}(d.driver_name) * 31 + std::hash<std::string>{}(d.driver_info)) << 32) ^ d.driver_version,
-      t, m, n, k,
-      [&] { return vulkan_identity(ctx); }, choice{},
+      detail::state().vk,
+      detail::memo_key{detail::vk_device_key(d), detail::vk_driver_key(d), static_cast<int>(t), bucket_dim(m),
+                       bucket_dim(n), bucket_dim(k), {}},
+      [&] { return detail::gemm_problem(t, m, n, k); }, [&] { return vulkan_identity(ctx); }, choice{},
       [&](const cache_entry& e) -> std::optional<choice> {
         // A generated winner carries the best of kforge's own configs as
         // its fallback: that runs where the generated kernel does not.
@@ -311,6 +326,53 @@ inline detail::vk_choice resolve_vulkan_gemm_choice(vulkan::context& ctx, dtype 
 /// The gemm config of resolve_vulkan_gemm_choice (a generated winner's fallback).
 inline vulkan::gemm_config resolve_vulkan_gemm(vulkan::context& ctx, dtype t, index_t m, index_t n, index_t k) {
   return *resolve_vulkan_gemm_choice(ctx, t, m, n, k).cfg;
+}
+
+/// What runs attention problem p (storage dtype p.type; extents a, whose Dv
+/// the problem form leaves out) on ctx's device: the cached Vulkan winner for
+/// this device, driver and bucket (cache.hpp's bucket_text: {B,H,S,D}, keys
+/// attended, KV heads, mask, layout) if the device takes it for a, else (or
+/// after tuning on a miss) what policy::vulkan<> runs for a,
+/// vulkan::attention_default_config. Calls with Dv != D run the default.
+inline vulkan::attention_config resolve_vulkan_attention(vulkan::context& ctx, const problem& p,
+                                                         const vulkan::attention_dims& a) {
+  using choice = std::optional<vulkan::attention_config>;
+  const auto& d = ctx.info();
+  const dtype dev = vulkan::device_dtype(d, p.type);
+  detail::last_vk_default.reset();
+  detail::last_vk_generated.clear();
+  const vulkan::attention_config dflt = vulkan::attention_default_config(d, dev, a);
+  choice c;
+  if (a.dv == a.d)
+    c = detail::resolve(
+        detail::state().vk_attention,
+        detail::memo_key{detail::vk_device_key(d), detail::vk_driver_key(d), static_cast<int>(p.type), 0, 0, 0,
+                         bucket_text(p)},
+        [&] { return p; }, [&] { return vulkan_identity(ctx); }, choice{},
+        [&](const cache_entry& e) -> std::optional<choice> {
+          // A generated winner: the best of kforge's own configs stored with it runs.
+          const std::optional<config> own = is_generated(e.cfg) ? generated_fallback(e.cfg) : std::optional<config>(e.cfg);
+          const auto cfg = own ? vulkan_attention_config_of(*own) : std::nullopt;
+          if (!cfg || !vulkan::attention_config_check(d, dev, a, *cfg).empty()) return std::nullopt;
+          return choice{*cfg};
+        },
+        [&](const problem& q) { return vulkan_attention_candidates(ctx, q); },
+        [](const choice& g) { return g ? vulkan_attention_config_name(*g) : std::string("policy::vulkan<> default"); });
+  else
+    detail::last = std::make_shared<const resolution>(
+        resolution{vulkan_attention_config_name(dflt), "default: head dims D != Dv are not tuned", bucket_text(p)});
+  // The memo holds one choice per bucket; a shape of the bucket it does not take (a head dim
+  // of the bucket the coopmat kernel refuses, more rows than the split kernel holds) runs the default.
+  if (c && !vulkan::attention_config_check(d, dev, a, *c).empty()) {
+    detail::last = std::make_shared<const resolution>(
+        resolution{vulkan_attention_config_name(dflt),
+                   "default: the bucket's " + vulkan_attention_config_name(*c) + " does not take this shape", bucket_text(p)});
+    c.reset();
+  } else if (!c) {
+    detail::last = std::make_shared<const resolution>(resolution{
+        vulkan_attention_config_name(dflt), detail::last ? detail::last->source : std::string("default"), bucket_text(p)});
+  }
+  return c ? *c : dflt;
 }
 #endif
 
@@ -373,6 +435,44 @@ struct impl<policy::autotune, op::gemm<T, E, A>>
     const int i = tune::resolve_gemm(dtype_of<T>(), g.m, g.n, g.k);
     tune::detail::dispatch(i, op, g, tune::cpu_gemm_space{},
                            std::make_index_sequence<tune::cpu_gemm_space::size>{});
+  }
+};
+
+/// Attention: on Vulkan device tensors the tuned config of the tensors'
+/// device (tune::resolve_vulkan_attention); host views run
+/// tune::cpu_default_policy (the CPU attention kernels have no knobs to tune).
+template <class T>
+  requires(std::is_same_v<T, float> || std::is_same_v<T, half> || std::is_same_v<T, bfloat16>)
+struct impl<policy::autotune, op::attention<T>>
+    : attention_entry<impl<policy::autotune, op::attention<T>>, op::attention<T>>,
+      autotune_device_run<impl<policy::autotune, op::attention<T>>, op::attention<T>> {
+  using op_t = op::attention<T>;
+  using attention_entry<impl, op_t>::run;
+  using autotune_device_run<impl, op_t>::run;
+
+  static void compute(const op_t& op, const attention_args<T>& g) {
+#if defined(KFORGE_HAS_VULKAN)
+    if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
+      vulkan::attention_config cfg;
+      {
+        vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
+        problem p;
+        p.op = "attention";
+        p.type = dtype_of<T>();
+        p.dims = shape{g.b, g.h, g.s, g.d};
+        p.dims2 = shape{g.l, g.hkv};
+        p.causal = g.causal;
+        if (g.layout == attention_layout::bshd) p.attrs["bshd"] = 1;
+        const vulkan::attention_dims a{g.b, g.h, g.hkv, g.s, g.l, g.d, g.dv, g.causal, g.layout == attention_layout::bshd};
+        cfg = tune::resolve_vulkan_attention(dc->s->ctx(), p, a);
+      }
+      vulkan::detail::call<T> c({&g.q, &g.k, &g.v}, g.o);
+      vulkan::detail::record_attention_call(c, g, &cfg, -1, 128);
+      c.finish();
+      return;
+    }
+#endif
+    impl<tune::cpu_default_policy, op_t>::compute(op, g);
   }
 };
 }  // namespace kforge::detail

@@ -56,12 +56,23 @@ struct cache_entry {
   std::string tuned_at;   ///< UTC
 };
 
-/// The key of a problem on a device (the host CPU by default): gemm is keyed
-/// by the bucket of {M,N,K}, every other op by the bucket of its first
-/// operand's dims.
+/// The bucket text of a problem: gemm's is the bucket of {M,N,K}, most ops'
+/// the bucket of their first operand's dims. Attention's kernel choice turns
+/// on more than {B,H,S,D}: its bucket adds the keys attended and the KV heads
+/// ("1x32x1x128/32768x8"), and the mask and layout ("/causal", "/bshd").
+inline std::string bucket_text(const problem& p) {
+  std::string b = dims_text(bucket_of(p.dims));
+  if (p.op == "attention" && p.dims.rank() == 4) {
+    b += "/" + dims_text(bucket_of(shape{attention_traits::attended(p), attention_traits::kv_heads(p)}));
+    if (p.causal) b += "/causal";
+    if (attention_traits::layout(p) == attention_layout::bshd) b += "/bshd";
+  }
+  return b;
+}
+
+/// The key of a problem on a device (the host CPU by default), with bucket_text's bucket.
 inline cache_key key_for(const problem& p, const device_identity& id = cpu_identity()) {
-  return {id.device, id.driver, std::string(kforge_version), p.op, std::string(to_string(p.type)),
-          dims_text(bucket_of(p.dims))};
+  return {id.device, id.driver, std::string(kforge_version), p.op, std::string(to_string(p.type)), bucket_text(p)};
 }
 
 namespace detail {

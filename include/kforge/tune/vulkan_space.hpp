@@ -1,5 +1,12 @@
-// kforge/tune/vulkan_space.hpp — the Vulkan gemm search space (only where
-// kforge::vulkan is linked, KFORGE_HAS_VULKAN; empty otherwise).
+// kforge/tune/vulkan_space.hpp — the Vulkan gemm and attention search spaces
+// (only where kforge::vulkan is linked, KFORGE_HAS_VULKAN; empty otherwise).
+//
+// Attention (below the gemm's): every vulkan::attention_config the device
+// takes for the problem — the scalar kernel's workgroup, the coopmat
+// kernel's tiling, the split (flash-decoding) kernel's cut, loads in flight
+// and lanes per key (vulkan::attention_configs) — run by
+// vulkan::attention_with_config, timed by the GPU time of its kernels, the
+// default what policy::vulkan<> runs for the shape.
 //
 // policy::vulkan's tile knobs are compile-time types, so this space is a
 // run-time list instead of a policy_list: every config of
@@ -143,6 +150,89 @@ inline std::optional<vulkan::gemm_config> vulkan_config_of(const config& c) {
     *fields[i] = static_cast<std::uint32_t>(std::stoul(v));
   }
   return g;
+}
+
+// ---- attention --------------------------------------------------------------
+
+namespace detail {
+/// Zeroes the knobs the config's kernel ignores (as normalised() for gemm).
+inline vulkan::attention_config normalised(vulkan::attention_config c) {
+  if (c.kernel != vulkan::attention_kernel::scalar) c.wg = 0;
+  if (c.kernel != vulkan::attention_kernel::coopmat) c.tiling = {0, 0, 0};
+  if (c.kernel != vulkan::attention_kernel::split) c.groups = c.loads = c.lanes = 0;
+  return c;
+}
+}  // namespace detail
+
+/// "vulkan/attention/scalar/wg128", "vulkan/attention/coopmat/w8r1k64"
+/// (subgroups, row fragments, keys per block), "vulkan/attention/split/g512/ld8/ln8"
+/// (workgroups aimed at, loads in flight, lanes per key).
+inline std::string vulkan_attention_config_name(const vulkan::attention_config& raw) {
+  const auto c = detail::normalised(raw);
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  std::string s = "vulkan/attention/" + std::string(vulkan::to_string(c.kernel)) + "/";
+  if (c.kernel == vulkan::attention_kernel::scalar) return s + "wg" + n(c.wg);
+  if (c.kernel == vulkan::attention_kernel::coopmat)
+    return s + "w" + n(c.tiling.warps) + "r" + n(c.tiling.rf) + "k" + n(c.tiling.bkv);
+  return s + "g" + n(c.groups) + "/ld" + n(c.loads) + "/ln" + n(c.lanes);
+}
+
+/// The tuning-cache entry of an attention config (vulkan_attention_config_of
+/// reads it back). Every kernel's entry has the same keys, the ignored ones 0,
+/// so that descent walks one kernel's knobs from the default.
+inline config vulkan_attention_config_entry(const vulkan::attention_config& raw) {
+  const auto c = detail::normalised(raw);
+  auto n = [](std::uint32_t v) { return std::to_string(v); };
+  return {{"policy", "vulkan"},          {"kernel", std::string(vulkan::to_string(c.kernel))},
+          {"wg", n(c.wg)},               {"warps", n(c.tiling.warps)},
+          {"rf", n(c.tiling.rf)},        {"bkv", n(c.tiling.bkv)},
+          {"groups", n(c.groups)},       {"loads", n(c.loads)},
+          {"lanes", n(c.lanes)}};
+}
+
+/// The attention config a cached entry names, or nullopt when it is not one.
+inline std::optional<vulkan::attention_config> vulkan_attention_config_of(const config& c) {
+  if (config_value(c, "policy") != "vulkan") return std::nullopt;
+  vulkan::attention_config a;
+  const std::string k = config_value(c, "kernel");
+  if (k == "scalar") a.kernel = vulkan::attention_kernel::scalar;
+  else if (k == "coopmat") a.kernel = vulkan::attention_kernel::coopmat;
+  else if (k == "split") a.kernel = vulkan::attention_kernel::split;
+  else return std::nullopt;
+  std::uint32_t* fields[] = {&a.wg, &a.tiling.warps, &a.tiling.rf, &a.tiling.bkv, &a.groups, &a.loads, &a.lanes};
+  const char* keys[] = {"wg", "warps", "rf", "bkv", "groups", "loads", "lanes"};
+  for (int i = 0; i < 7; ++i) {
+    const std::string v = config_value(c, keys[i]);
+    if (!is_integer_text(v) || v[0] == '-' || v.size() > 9) return std::nullopt;
+    *fields[i] = static_cast<std::uint32_t>(std::stoul(v));
+  }
+  return a;
+}
+
+/// The candidate that runs attention with config cfg on ctx.
+inline candidate vulkan_attention_candidate(vulkan::context& ctx, const vulkan::attention_config& cfg) {
+  candidate out;
+  out.name = vulkan_attention_config_name(cfg);
+  out.family = "vulkan";
+  out.cfg = vulkan_attention_config_entry(cfg);
+  vulkan::context* cp = &ctx;
+  out.run = [cp, cfg](const problem& p, std::vector<host_tensor>& ts) { vulkan::attention_with_config(*cp, cfg, p, ts); };
+  out.device_seconds = [] { return vulkan::last_attention_seconds(); };
+  return out;
+}
+
+/// The space for attention problem p: vulkan::valid_attention_configs, the
+/// default (where descent starts) what policy::vulkan<> runs for p.
+inline std::vector<candidate> vulkan_attention_candidates(vulkan::context& ctx, const problem& p) {
+  const dtype dev = vulkan::device_dtype(ctx.info(), p.type);
+  const std::string dflt =
+      vulkan_attention_config_name(vulkan::attention_default_config(ctx.info(), dev, vulkan::attention_dims_of(p)));
+  std::vector<candidate> out;
+  for (const auto& c : vulkan::valid_attention_configs(ctx, p)) {
+    out.push_back(vulkan_attention_candidate(ctx, c));
+    out.back().is_default = out.back().name == dflt;
+  }
+  return out;
 }
 
 }  // namespace kforge::tune

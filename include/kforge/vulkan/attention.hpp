@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "kforge/vulkan/call.hpp"
 #include "kforge/vulkan/gemm_config.hpp"
@@ -247,6 +248,102 @@ inline attention_kernel attention_kernel_for(const device_info& info, dtype dt, 
   return attention_kernel::scalar;
 }
 
+/// The scalar kernel's head-dim stage (max(32, the larger head dim rounded up to 32)).
+inline std::uint32_t attention_scalar_stage(const attention_dims& a) {
+  return std::max<std::uint32_t>(32, static_cast<std::uint32_t>((std::max(a.d, a.dv) + 31) / 32 * 32));
+}
+/// Shared memory the scalar kernel declares with `wg` invocations (bytes).
+inline std::uint64_t attention_scalar_shared_bytes(const attention_dims& a, std::uint32_t wg) {
+  return 8ull * attention_scalar_stage(a) + 8ull * wg;
+}
+
+/// One attention kernel and its knobs, chosen at run time: what the tuner
+/// searches (tune/vulkan_space.hpp) and policy::autotune runs. `wg`: the
+/// scalar kernel's workgroup; `tiling`: the coopmat kernel's; `groups`,
+/// `loads`, `lanes`: the split kernel's workgroups aimed at
+/// (attention_split_plan_for), loads in flight and lanes per key (0: the
+/// device's default). The knobs of the other kernels are left at their
+/// defaults (the name and the cache entry ignore them).
+struct attention_config {
+  attention_kernel kernel = attention_kernel::scalar;
+  std::uint32_t wg = 128;
+  attention_coopmat_config tiling{};
+  std::uint32_t groups = 512, loads = 0, lanes = 0;
+};
+
+/// Why config c cannot run attention a on dt data on device `info` (empty: it
+/// can). The coopmat2 kernel is no choice here (no policy picks it).
+inline std::string attention_config_check(const device_info& info, dtype dt, const attention_dims& a,
+                                          const attention_config& c) {
+  switch (c.kernel) {
+    case attention_kernel::scalar:
+      if (c.wg < 32 || c.wg > 1024 || (c.wg & (c.wg - 1)) || c.wg > info.max_workgroup_invocations)
+        return "a scalar workgroup of " + std::to_string(c.wg) + " invocations (a power of two from 32 to " +
+               std::to_string(std::min<std::uint32_t>(1024, info.max_workgroup_invocations)) + " on this device)";
+      if (attention_scalar_shared_bytes(a, c.wg) > info.max_shared_memory)
+        return "head dims D=" + std::to_string(a.d) + ", Dv=" + std::to_string(a.dv) + " need " +
+               std::to_string(attention_scalar_shared_bytes(a, c.wg)) + " bytes of shared memory; the device allows " +
+               std::to_string(info.max_shared_memory);
+      return {};
+    case attention_kernel::coopmat: return attention_coopmat_check(info, dt, a.d, a.dv, c.tiling);
+    case attention_kernel::split: {
+      if (!attention_split_applies(info, dt, a))
+        return "the split kernel takes at most " + std::to_string(attention_split_max_rows) +
+               " query rows per KV head (and keys to attend), not " + std::to_string(a.group() * a.s);
+      const std::uint32_t lanes = c.lanes ? c.lanes : attention_split_lanes(info);
+      if (c.groups < 1 || c.groups > 65536) return "the split kernel aims at 1 to 65536 workgroups, not " + std::to_string(c.groups);
+      if (c.loads > attention_split_max_loads)
+        return std::to_string(c.loads) + " loads in flight (at most " + std::to_string(attention_split_max_loads) + ")";
+      if ((lanes & (lanes - 1)) != 0 || lanes > attention_split_max_lanes(info))
+        return std::to_string(lanes) + " lanes per key (a power of two, at most " +
+               std::to_string(attention_split_max_lanes(info)) + " on this device)";
+      return {};
+    }
+    case attention_kernel::coopmat2: break;
+  }
+  return "the coopmat2 kernel is not a tunable choice";
+}
+
+/// What policy::vulkan<> runs for a (coopmat: its knob, as attention_kernel_for).
+inline attention_config attention_default_config(const device_info& info, dtype dt, const attention_dims& a,
+                                                 int coopmat = -1) {
+  attention_config c;
+  c.kernel = attention_kernel_for(info, dt, a, coopmat);
+  c.tiling = attention_coopmat_default(a.d, a.dv);
+  c.loads = attention_split_loads(info);
+  c.lanes = attention_split_lanes(info);
+  return c;
+}
+
+/// Every config the device takes for a: the scalar kernel at 32-256
+/// invocations; where they apply, the coopmat kernel over {4, 8} subgroups ×
+/// {1, 2} row fragments × {32, 64, 128} keys per block, and the split kernel
+/// over {128 .. 2048} workgroups aimed at (those that cut the keys
+/// differently; 512, the default's, where several cut alike) × {1, 4, 8, 16}
+/// loads × every lane count the device takes.
+inline std::vector<attention_config> attention_configs(const device_info& info, dtype dt, const attention_dims& a) {
+  std::vector<attention_config> out;
+  auto add = [&](const attention_config& c) {
+    if (attention_config_check(info, dt, a, c).empty()) out.push_back(c);
+  };
+  for (std::uint32_t wg : {32u, 64u, 128u, 256u}) add({attention_kernel::scalar, wg});
+  for (std::uint32_t w : {4u, 8u})
+    for (std::uint32_t rf : {1u, 2u})
+      for (std::uint32_t bkv : {32u, 64u, 128u}) add({attention_kernel::coopmat, 128, {w, rf, bkv}});
+  if (attention_split_applies(info, dt, a)) {
+    std::vector<std::uint32_t> cuts;  // nsplit of each aim taken; the default's aim first, so it names its cut
+    for (std::uint32_t g : {512u, 128u, 256u, 1024u, 2048u}) {
+      const std::uint32_t n = attention_split_plan_for(a, g).nsplit;
+      if (std::find(cuts.begin(), cuts.end(), n) != cuts.end()) continue;
+      cuts.push_back(n);
+      for (std::uint32_t loads : {1u, 4u, 8u, 16u})
+        for (std::uint32_t lanes = 1; lanes <= attention_split_max_lanes(info); lanes *= 2)
+          add({attention_kernel::split, 128, {}, g, loads, lanes});
+    }
+  }
+  return out;
+}
+
 /// The first a.l key rows of a dense K or V buffer `kv` holding `rows` rows
 /// (an op::attention kv_len shorter than the cache), as the dense [.., l, ..]
 /// buffer the kernels index: the buffer itself when l == rows; its leading
@@ -282,21 +379,14 @@ inline const pipeline& attention_coopmat_pipeline(context& ctx, dtype dt, index_
                           {32 * c.warps, detail::u32(d, "D"), detail::u32(dv, "Dv"), c.bkv, c.rf, c.probe});
 }
 
-/// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
-/// scalar kernel's workgroup size; `config`, `cm2` and `plan` override the
-/// coopmat kernel's tiling (and run it), the coopmat2 kernel's tiling (and
-/// run it) and the split kernel's cut (benchmarks and tuning; nullptr:
-/// attention_kernel_for's choice with the default tilings).
-inline void record_attention(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
-                             buffer_ref v_, buffer_ref o, int coopmat = -1, std::uint32_t wg = 128,
-                             const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr,
-                             const attention_coopmat2_config* cm2 = nullptr) {
-  using namespace detail;
+namespace detail {
+/// record_attention on kernel `kind` (no key: the scalar kernel, which writes zeros).
+inline void record_attention_kernel(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
+                                    buffer_ref v_, buffer_ref o, attention_kernel kind, std::uint32_t wg,
+                                    const attention_coopmat_config* config, const attention_split_plan* plan,
+                                    const attention_coopmat2_config* cm2) {
   context& ctx = s.ctx();
-  const attention_kernel kind = a.l == 0  ? attention_kernel::scalar
-                                : cm2     ? attention_kernel::coopmat2
-                                : config  ? attention_kernel::coopmat
-                                          : attention_kernel_for(ctx.info(), dt, a, coopmat);
+  if (a.l == 0) kind = attention_kernel::scalar;
   struct push {
     std::uint32_t bh, s, l, d, dv;
     float scale;
@@ -369,8 +459,9 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
     return;
   }
   check_wg(ctx, wg, "attention");
-  const std::uint32_t maxd = std::max<std::uint32_t>(32, (u32(std::max(a.d, a.dv), "head dim") + 31) / 32 * 32);
-  const std::uint64_t shared = 8ull * maxd + 8ull * wg;
+  u32(std::max(a.d, a.dv), "head dim");
+  const std::uint32_t maxd = attention_scalar_stage(a);
+  const std::uint64_t shared = attention_scalar_shared_bytes(a, wg);
   if (shared > ctx.info().max_shared_memory)
     throw unsupported_error("kforge::vulkan: attention head dims D=" + std::to_string(a.d) + ", Dv=" + std::to_string(a.dv) +
                             " need " + std::to_string(shared) + " bytes of shared memory; device '" + ctx.info().name +
@@ -379,6 +470,53 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
   const auto& p = ctx.get_pipeline(v, {4, sizeof pc, {0, 1}}, {wg, maxd});
   s.dispatch(p, io, &pc, sizeof pc, grid(static_cast<std::uint64_t>(a.b * a.h * a.s)), "attention");
 }
+}  // namespace detail
+
+/// Records attention on dense tensors in a's layout (q, k, v, o). `wg` is the
+/// scalar kernel's workgroup size; `config`, `cm2` and `plan` override the
+/// coopmat kernel's tiling (and run it), the coopmat2 kernel's tiling (and
+/// run it) and the split kernel's cut (benchmarks and tuning; nullptr:
+/// attention_kernel_for's choice with the default tilings).
+inline void record_attention(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
+                             buffer_ref v_, buffer_ref o, int coopmat = -1, std::uint32_t wg = 128,
+                             const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr,
+                             const attention_coopmat2_config* cm2 = nullptr) {
+  const attention_kernel kind = cm2      ? attention_kernel::coopmat2
+                                : config ? attention_kernel::coopmat
+                                         : attention_kernel_for(s.ctx().info(), dt, a, coopmat);
+  detail::record_attention_kernel(s, dt, a, scale, q, k, v_, o, kind, wg, config, plan, cm2);
+}
+
+/// Records attention a with config c (attention_config_check'd first:
+/// unsupported_error with its reason for one the device cannot run).
+inline void record_attention(stream& s, dtype dt, const attention_dims& a, float scale, buffer_ref q, buffer_ref k,
+                             buffer_ref v_, buffer_ref o, const attention_config& c) {
+  const std::string why = attention_config_check(s.ctx().info(), dt, a, c);
+  if (!why.empty()) throw unsupported_error("kforge::vulkan: attention config: " + why);
+  attention_split_plan cut = attention_split_plan_for(a, c.groups);
+  cut.loads = c.loads;
+  cut.lanes = c.lanes;
+  detail::record_attention_kernel(s, dt, a, scale, q, k, v_, o, c.kernel, c.wg, &c.tiling, &cut, nullptr);
+}
+
+namespace detail {
+/// One op::attention call on call c's operands (Q, K, V; O): config `cfg`
+/// where given, else the kernel attention_kernel_for picks with `coopmat`
+/// and the scalar workgroup `wg`.
+template <class T>
+void record_attention_call(call<T>& c, const attention_args<T>& g, const attention_config* cfg, int coopmat,
+                           std::uint32_t wg) {
+  const attention_dims a{g.b, g.h, g.hkv, g.s, g.l, g.d, g.dv, g.causal, g.layout == attention_layout::bshd};
+  if (g.b * g.h * g.s * g.dv == 0) return;
+  // Host views cut by kv_len are uploaded as their first l rows already
+  // (the call packs the views it is given); device tensors come whole.
+  const index_t rows = c.device() ? g.kv_rows : g.l;
+  const buffer_ref k = record_kv_prefix(c.s(), c.dt, a, rows, g.d, c.in(1));
+  const buffer_ref v = record_kv_prefix(c.s(), c.dt, a, rows, g.dv, c.in(2));
+  if (cfg) record_attention(c.s(), c.dt, a, g.scale, c.in(0), k, v, c.out(), *cfg);
+  else record_attention(c.s(), c.dt, a, g.scale, c.in(0), k, v, c.out(), coopmat, wg);
+}
+}  // namespace detail
 
 }  // namespace kforge::vulkan
 
@@ -390,17 +528,8 @@ struct impl<policy::vulkan<Knobs...>, op::attention<T>>
     : vulkan::detail::impl_base<impl<policy::vulkan<Knobs...>, op::attention<T>>, op::attention<T>, attention_entry> {
   static void compute(const op::attention<T>&, const attention_args<T>& g) {
     using K = vulkan::knobs<Knobs...>;
-    // Host views cut by kv_len are uploaded as their first l rows already
-    // (the call packs the views it is given); device tensors come whole.
     vulkan::detail::call<T> c({&g.q, &g.k, &g.v}, g.o);
-    const vulkan::attention_dims a{g.b, g.h, g.hkv, g.s, g.l, g.d, g.dv, g.causal, g.layout == attention_layout::bshd};
-    if (g.b * g.h * g.s * g.dv != 0) {
-      const index_t rows = c.device() ? g.kv_rows : g.l;
-      const vulkan::buffer_ref k = vulkan::record_kv_prefix(c.s(), c.dt, a, rows, g.d, c.in(1));
-      const vulkan::buffer_ref v = vulkan::record_kv_prefix(c.s(), c.dt, a, rows, g.dv, c.in(2));
-      vulkan::record_attention(c.s(), c.dt, a, g.scale, c.in(0), k, v, c.out(), K::coopmat_mode,
-                               std::min<std::uint32_t>(K::row_wg, 128));
-    }
+    vulkan::detail::record_attention_call(c, g, nullptr, K::coopmat_mode, std::min<std::uint32_t>(K::row_wg, 128));
     c.finish();
   }
 };

@@ -23,6 +23,20 @@
 namespace kforge::vulkan {
 
 namespace detail {
+/// typed((T*)nullptr) for the element type T of kernel dtype t (float, half,
+/// bfloat16); unsupported_error naming `who` for f64 and i32.
+template <class F>
+void with_kernel_type(dtype t, const char* who, F&& typed) {
+  switch (t) {
+    case dtype::f32: typed(static_cast<float*>(nullptr)); return;
+    case dtype::f16: typed(static_cast<half*>(nullptr)); return;
+    case dtype::bf16: typed(static_cast<bfloat16*>(nullptr)); return;
+    case dtype::f64:
+    case dtype::i32: break;
+  }
+  throw unsupported_error("kforge::vulkan::" + std::string(who) + ": " + std::string(to_string(t)) + " is not a kernel dtype");
+}
+
 inline double& last_gemm_seconds_slot() {
   thread_local double s = -1;
   return s;
@@ -76,15 +90,7 @@ double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<
                        E::has_bias ? cts[2].view<T>() : tensor_view<const T>{}, ts.back().view<T>());
     });
   };
-  switch (p.type) {
-    case dtype::f32: typed(static_cast<float*>(nullptr)); break;
-    case dtype::f16: typed(static_cast<half*>(nullptr)); break;
-    case dtype::bf16: typed(static_cast<bfloat16*>(nullptr)); break;
-    case dtype::f64:
-    case dtype::i32:
-      throw unsupported_error("kforge::vulkan::gemm_with_config: " + std::string(to_string(p.type)) +
-                              " is not a kernel dtype");
-  }
+  with_kernel_type(p.type, "gemm_with_config", typed);
   return sec;
 }
 }  // namespace detail
@@ -133,6 +139,74 @@ double gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E,
 }
 inline double gemm_with_tiling(context& ctx, const gemm_tiling& t, const problem& p, std::vector<host_tensor>& ts) {
   return detail::gemm_problem(ctx, t, p, ts);
+}
+
+// ---- attention --------------------------------------------------------------
+
+/// Attention problem p's extents as the kernels see them (Dv = D: the
+/// problem form has one head dim; L is the keys attended, kv_len's cut).
+/// Throws argument_error where the heads do not group (attention_traits).
+inline attention_dims attention_dims_of(const problem& p) {
+  if (!is_family<attention_traits>(p)) throw unsupported_error("kforge::vulkan: not an attention problem: " + p.op);
+  (void)attention_traits::operands(p);  // the heads group, kv_len is inside L
+  return {p.dims[0], p.dims[1], attention_traits::kv_heads(p), p.dims[2], attention_traits::attended(p), p.dims[3],
+          p.dims[3],  p.causal, attention_traits::layout(p) == attention_layout::bshd};
+}
+
+namespace detail {
+inline double& last_attention_seconds_slot() {
+  thread_local double s = -1;
+  return s;
+}
+/// op::attention's entry (its checks verbatim) running config `cfg` on `ctx`.
+template <class T>
+struct attention_with : kforge::detail::attention_entry<attention_with<T>, op::attention<T>> {
+  static inline thread_local context* ctx = nullptr;
+  static inline thread_local const attention_config* cfg = nullptr;
+  static void compute(const op::attention<T>&, const attention_args<T>& g) {
+    call<T> c(*ctx, {&g.q, &g.k, &g.v}, g.o);
+    record_attention_call(c, g, cfg, -1, 128);
+    c.finish();
+  }
+};
+}  // namespace detail
+
+/// GPU seconds of the attention kernels (split and merge: both) of the last
+/// attention_with_config on this thread; -1 when not timed.
+inline double last_attention_seconds() { return detail::last_attention_seconds_slot(); }
+
+/// Attention problem p on its host tensors (Q, K, V, O) with config cfg on
+/// ctx: uploaded, run and downloaded in one submission, as run() with host
+/// views does. Returns the GPU seconds of its kernels (-1: not timed); a
+/// config the device cannot run throws unsupported_error before anything runs.
+inline double attention_with_config(context& ctx, const attention_config& cfg, const problem& p,
+                                    std::vector<host_tensor>& ts) {
+  const attention_dims a = attention_dims_of(p);
+  const std::string why = attention_config_check(ctx.info(), device_dtype(ctx.info(), p.type), a, cfg);
+  if (!why.empty()) throw unsupported_error("kforge::vulkan::attention_with_config: " + why);
+  if (ts.size() != 4)
+    throw argument_error("kforge::vulkan::attention_with_config: attention takes 4 tensors, got " + std::to_string(ts.size()));
+  double sec = -1;
+  auto typed = [&]<class T>(T*) {
+    using W = detail::attention_with<T>;
+    W::ctx = &ctx;
+    W::cfg = &cfg;
+    const auto& cts = ts;
+    attention_traits::with_op<T>(p, [&](const op::attention<T>& o) {
+      W::run(o, cts[0].view<T>(), cts[1].view<T>(), cts[2].view<T>(), ts[3].view<T>());
+    });
+    sec = a.b * a.h * a.s * a.dv != 0 ? detail::last_call_seconds_slot() : 0;
+  };
+  detail::with_kernel_type(p.type, "attention_with_config", typed);
+  detail::last_attention_seconds_slot() = sec;
+  return sec;
+}
+
+/// The attention configs the tuner tries for problem p on this device
+/// (attention_configs at the dtype the device stores p's in).
+inline std::vector<attention_config> valid_attention_configs(const context& ctx, const problem& p) {
+  if (p.type == dtype::f64 || p.type == dtype::i32 || (p.type == dtype::f16 && !ctx.info().storage_16bit)) return {};
+  return attention_configs(ctx.info(), device_dtype(ctx.info(), p.type), attention_dims_of(p));
 }
 
 /// gemm_tilings (policy::vulkan's tile and thread_tile knobs) worth trying:
