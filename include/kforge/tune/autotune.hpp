@@ -352,8 +352,10 @@ inline vulkan::attention_config resolve_vulkan_attention(vulkan::context& ctx, c
         [&](const cache_entry& e) -> std::optional<choice> {
           // A generated winner: the best of kforge's own configs stored with it runs.
           const std::optional<config> own = is_generated(e.cfg) ? generated_fallback(e.cfg) : std::optional<config>(e.cfg);
+          // Not checked against this call's shape here: the memo serves the whole bucket, and
+          // each call checks its own shape below.
           const auto cfg = own ? vulkan_attention_config_of(*own) : std::nullopt;
-          if (!cfg || !vulkan::attention_config_check(d, dev, a, *cfg).empty()) return std::nullopt;
+          if (!cfg) return std::nullopt;
           return choice{*cfg};
         },
         [&](const problem& q) { return vulkan_attention_candidates(ctx, q); },
@@ -453,6 +455,7 @@ struct impl<policy::autotune, op::attention<T>>
   static void compute(const op_t& op, const attention_args<T>& g) {
 #if defined(KFORGE_HAS_VULKAN)
     if (vulkan::detail::device_call* dc = vulkan::detail::current_call) {
+      if (g.b * g.h * g.s * g.dv == 0) return;  // nothing to write: nothing to resolve (or tune)
       vulkan::attention_config cfg;
       {
         vulkan::detail::call_guard outside(nullptr);  // tuning on a miss runs its own host calls
@@ -471,7 +474,11 @@ struct impl<policy::autotune, op::attention<T>>
       c.finish();
       return;
     }
+    tune::detail::last_vk_default.reset();
+    tune::detail::last_vk_generated.clear();
 #endif
+    tune::detail::last = std::make_shared<const tune::resolution>(
+        tune::resolution{tune::policy_traits<tune::cpu_default_policy>::name(), "default: host views run the CPU default", ""});
     impl<tune::cpu_default_policy, op_t>::compute(op, g);
   }
 };

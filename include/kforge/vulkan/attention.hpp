@@ -76,7 +76,7 @@ inline std::string attention_coopmat_check(const device_info& info, dtype dt, in
   if (d <= 0 || dv <= 0 || d % 16 || dv % 16 || d > 256 || dv > 256)
     return "head dims D=" + std::to_string(d) + ", Dv=" + std::to_string(dv) + " are not multiples of 16 up to 256";
   // Ks and Vs also stage the Q and output rows of bkv / (16·rf) subgroups at a time, and the index fragments.
-  if (c.warps < 1 || c.rf < 1 || c.bkv % 16 || c.bkv < 16 * c.rf || c.bkv < 32 || 32 * c.warps > info.max_workgroup_invocations)
+  if (c.warps < 1 || c.rf < 1 || c.rf > 16 || c.warps > 32 || c.bkv % 16 || c.bkv < 16 * c.rf || c.bkv < 32 || 32 * c.warps > info.max_workgroup_invocations)
     return "tiling " + c.str() + " is not one the kernel takes";
   const std::uint64_t bytes = attention_coopmat_shared_bytes(c, d, dv, dt);
   if (bytes > info.max_shared_memory)
@@ -320,7 +320,9 @@ inline attention_config attention_default_config(const device_info& info, dtype 
 /// {1, 2} row fragments × {32, 64, 128} keys per block, and the split kernel
 /// over {128 .. 2048} workgroups aimed at (those that cut the keys
 /// differently; 512, the default's, where several cut alike) × {1, 4, 8, 16}
-/// loads × every lane count the device takes.
+/// loads (at most 4 on a CPU device: llvmpipe builds the kernel inside the
+/// submission that first runs it, ~4 s with 16 loads at D = 128, close to the
+/// context's submission limit) × every lane count the device takes.
 inline std::vector<attention_config> attention_configs(const device_info& info, dtype dt, const attention_dims& a) {
   std::vector<attention_config> out;
   auto add = [&](const attention_config& c) {
@@ -337,7 +339,7 @@ inline std::vector<attention_config> attention_configs(const device_info& info, 
       if (std::find(cuts.begin(), cuts.end(), n) != cuts.end()) continue;
       cuts.push_back(n);
       for (std::uint32_t loads : {1u, 4u, 8u, 16u})
-        for (std::uint32_t lanes = 1; lanes <= attention_split_max_lanes(info); lanes *= 2)
+        for (std::uint32_t lanes = 1; loads <= (info.type == "cpu" ? 4u : 16u) && lanes <= attention_split_max_lanes(info); lanes *= 2)
           add({attention_kernel::split, 128, {}, g, loads, lanes});
     }
   }
@@ -481,9 +483,10 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
                              buffer_ref v_, buffer_ref o, int coopmat = -1, std::uint32_t wg = 128,
                              const attention_coopmat_config* config = nullptr, const attention_split_plan* plan = nullptr,
                              const attention_coopmat2_config* cm2 = nullptr) {
-  const attention_kernel kind = cm2      ? attention_kernel::coopmat2
-                                : config ? attention_kernel::coopmat
-                                         : attention_kernel_for(s.ctx().info(), dt, a, coopmat);
+  const attention_kernel kind = a.l == 0  ? attention_kernel::scalar
+                                : cm2     ? attention_kernel::coopmat2
+                                : config  ? attention_kernel::coopmat
+                                          : attention_kernel_for(s.ctx().info(), dt, a, coopmat);
   detail::record_attention_kernel(s, dt, a, scale, q, k, v_, o, kind, wg, config, plan, cm2);
 }
 
@@ -496,7 +499,9 @@ inline void record_attention(stream& s, dtype dt, const attention_dims& a, float
   attention_split_plan cut = attention_split_plan_for(a, c.groups);
   cut.loads = c.loads;
   cut.lanes = c.lanes;
-  detail::record_attention_kernel(s, dt, a, scale, q, k, v_, o, c.kernel, c.wg, &c.tiling, &cut, nullptr);
+  // The scalar kernel also runs a call with no keys (zeros): at c.wg only where c names it.
+  const std::uint32_t wg = c.kernel == attention_kernel::scalar ? c.wg : 128;
+  detail::record_attention_kernel(s, dt, a, scale, q, k, v_, o, c.kernel, wg, &c.tiling, &cut, nullptr);
 }
 
 namespace detail {
