@@ -232,7 +232,8 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
     index_t n, c, h, w, k, r, s;
     int sh, sw, ph, pw, dh, dw, groups;
   };
-  // groups == 1 takes the explicit GEMM (im2col, gemm, sum), groups > 1 the implicit one.
+  // groups == 1 takes the tiled kernel's implicit GEMM where the gemm's config is the tiled kernel's,
+  // else the explicit GEMM (im2col, gemm, sum); groups > 1 the generic kernel's implicit GEMM.
   const cfg cases[] = {{1, 3, 7, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                        {2, 4, 9, 5, 6, 3, 1, 2, 1, 0, 1, 1, 1, 2},
                        {1, 1, 17, 3, 3, 2, 2, 1, 1, 0, 0, 2, 1, 1},
@@ -319,6 +320,89 @@ TEST_CASE_TEMPLATE("vulkan conv2d explicit GEMM: chunks, splits and kernels matc
       }
     }
   }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+// conv2d's implicit GEMM on the tiled kernel (B gathered from x as the
+// kernel fetches it, y stored as NKPQ by its epilogue, or split along K and
+// summed by the sum pass): tilings with one and several row and column tiles,
+// filters read as vectors (C·R·S a multiple of 4) and as scalars, strides,
+// padding and dilation; y is poisoned with NaN so an unwritten element fails.
+TEST_CASE_TEMPLATE("vulkan conv2d implicit GEMM on the tiled kernel matches eigen", T, float, half, bfloat16) {
+  KFT_NEED_DEVICE();
+  if (sizeof(T) == 2 && !ctx->info().storage_16bit) {
+    MESSAGE("skipped: no 16-bit storage");
+    return;
+  }
+  const dtype dt = dtype_of<T>();
+  const auto& info = ctx->info();
+  struct geom {
+    index_t n, c, h, w, kt, r, s;
+    int sh, sw, ph, pw, dh, dw;
+  };
+  const geom geoms[] = {{5, 8, 9, 7, 7, 3, 3, 2, 1, 1, 2, 1, 2},     // C·R·S = 72: vector filter loads
+                        {3, 3, 12, 9, 70, 3, 3, 1, 1, 1, 1, 1, 1},   // 27: scalar; 70 filters over row tiles
+                        {2, 16, 6, 11, 33, 1, 1, 1, 2, 0, 0, 1, 1},  // 1x1, stride 2 along W
+                        {2, 2, 13, 12, 5, 7, 5, 2, 1, 3, 2, 1, 1}};  // 7x5 taps, C·R·S = 70
+  const vulkan::gemm_config cfgs[] = {{vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 1},
+                                      {vulkan::gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 0, 1},
+                                      {vulkan::gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},
+                                      {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 3},
+                                      {vulkan::gemm_kernel::tiled, 64, 64, 16, 4, 4, 8, 2, 8, 8}};
+  unsigned seed = 80;
+  for (const geom& g : geoms) {
+    const auto d = make_conv2d_dims(g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, 1, shape{g.n, g.c, g.h, g.w},
+                                    shape{g.kt, g.c, g.r, g.s});
+    const shape xs{g.n, g.c, g.h, g.w}, ws{g.kt, g.c, g.r, g.s}, ys{g.n, g.kt, d.p, d.q};
+    auto x = convert<T>(random_floats(static_cast<std::size_t>(xs.numel()), seed++));
+    auto wt = convert<T>(random_floats(static_cast<std::size_t>(ws.numel()), seed++));
+    auto b = convert<T>(random_floats(static_cast<std::size_t>(g.kt), seed++));
+    std::vector<T> ref(static_cast<std::size_t>(ys.numel())), plain_ref(ref.size());
+    op::conv2d<T, epilogue::bias_relu> o;
+    o.stride_h = g.sh, o.stride_w = g.sw, o.pad_h = g.ph, o.pad_w = g.pw, o.dilation_h = g.dh, o.dilation_w = g.dw;
+    op::conv2d<T> plain;
+    plain.stride_h = g.sh, plain.stride_w = g.sw, plain.pad_h = g.ph, plain.pad_w = g.pw, plain.dilation_h = g.dh,
+    plain.dilation_w = g.dw;
+    run<policy::eigen>(o, make_view(x, xs), make_view(wt, ws), make_view(b, {g.kt}), make_view(ref, ys));
+    run<policy::eigen>(plain, make_view(x, xs), make_view(wt, ws), make_view(plain_ref, ys));
+    vulkan::device_tensor<T> dx(*ctx, xs), dwt(*ctx, ws), db(*ctx, {g.kt}), dy(*ctx, ys);
+    dx.upload(make_view(x, xs));
+    dwt.upload(make_view(wt, ws));
+    db.upload(make_view(b, {g.kt}));
+    const index_t crs = g.c * g.r * g.s, npq = g.n * d.p * d.q;
+    for (const auto& cfg : cfgs) {
+      REQUIRE(vulkan::conv2d_implicit_check(info, dt, cfg, g.kt, npq, crs) == "");
+      for (const bool with_bias : {true, false}) {
+        std::vector<T> y(ref.size(), static_cast<T>(nan_f));
+        dy.upload(make_view(y, ys));
+        vulkan::stream st(*ctx);
+        const vulkan::buffer_ref br = db.ref();
+        vulkan::record_conv2d_implicit(st, dt, cfg, g.n, g.c, g.h, g.w, g.kt, g.r, g.s, d.p, d.q, g.sh, g.sw, g.ph,
+                                       g.pw, g.dh, g.dw, with_bias ? fn::relu : fn::identity, 0.0f, dx.ref(),
+                                       dwt.ref(), with_bias ? &br : nullptr, dy.ref());
+        st.run();
+        dy.download(make_view(y, ys));
+        check_close("conv2d implicit " + ys.str() + " " + std::to_string(g.r) + "x" + std::to_string(g.s) + " " +
+                        cfg.str() + (with_bias ? " bias relu" : ""),
+                    y, with_bias ? ref : plain_ref, {static_cast<float>(crs + 1)}, conv2d_tolerance(dt, crs));
+      }
+    }
+  }
+  // What the implicit GEMM refuses.
+  CHECK(vulkan::conv2d_implicit_check(info, dt, vulkan::gemv_default_config(dt, 4, 4096, 4096), 4, 4096, 4096) ==
+        "the implicit GEMM runs the tiled kernel, not gemv");
+  CHECK(vulkan::conv2d_implicit_check(info, dt, {vulkan::gemm_kernel::tiled, 8, 256, 8, 8, 8, 8, 2, 8, 1}, 64, 4096, 64)
+            .find("not a multiple of the tile's 64 column vectors") != std::string::npos);
+  CHECK(vulkan::conv2d_implicit_check(info, dt, {vulkan::gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1}, 64,
+                                      64ull * 70000, 64) == "a grid of more than 65535 workgroups per axis");
+  CHECK_THROWS_AS(
+      [&] {
+        vulkan::device_tensor<T> t(*ctx, {1, 1, 3, 3});
+        vulkan::stream st(*ctx);
+        vulkan::record_conv2d_implicit(st, dt, vulkan::gemv_default_config(dt, 1, 9, 9), 1, 1, 3, 3, 1, 1, 1, 3, 3, 1,
+                                       1, 0, 0, 1, 1, fn::identity, 0.0f, t.ref(), t.ref(), nullptr, t.ref());
+      }(),
+      unsupported_error);
   KFT_NO_VALIDATION_MESSAGES();
 }
 

@@ -1,6 +1,13 @@
-// kforge/vulkan/conv2d.hpp — conv2d on policy::vulkan, two ways:
+// kforge/vulkan/conv2d.hpp — conv2d on policy::vulkan, three ways:
 //
-// - explicit GEMM (record_conv2d_gemm; the default for one group): im2col of
+// - implicit GEMM on the tiled kernel (record_conv2d_implicit; the default
+//   for one group where the gemm's own config for the product is the tiled
+//   kernel's: f32, and f16/bf16 on devices without tensor cores for them):
+//   gemm_tiled with KF_CONV gathers its B tiles from x as it fetches them and
+//   stores y (NKPQ) with the bias and activation; split along K, it writes
+//   f32 partial sums and the sum pass below adds them. No im2col scratch.
+// - explicit GEMM (record_conv2d_gemm; the default for one group otherwise:
+//   the tensor-core and decode kernels): im2col of
 //   a chunk of images into a scratch B [C·R·S][images·P·Q], the gemm
 //   kernels' first pass on the filters [K][C·R·S] and B (any gemm_config:
 //   the tile kernels, tensor cores for f16 and bf16, K split where the grid
@@ -9,10 +16,10 @@
 //   (coopmat2 unsplit: its T output, see shaders/conv2d.hpp).
 //   The chunk keeps B under conv2d_im2col_max_bytes (a batch-32 ResNet-50
 //   3x3 layer in f32: 231 MB, two chunks). It runs conv2d at the speed of
-//   the gemm kernels, which the implicit GEMM's scalar kernel does not reach.
-// - implicit GEMM (record_conv2d; grouped convolutions, and a policy with
-//   tile knobs): the generic gemm kernel (shaders/gemm.hpp with KF_CONV)
-//   gathers B's tiles from x on the fly, with the policy's tiling.
+//   the gemm kernels, which the generic kernel's implicit GEMM does not reach.
+// - implicit GEMM on the generic kernel (record_conv2d; grouped
+//   convolutions, and a policy with tile knobs): shaders/gemm.hpp with
+//   KF_CONV gathers B's tiles from x on the fly, with the policy's tiling.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -79,6 +86,82 @@ namespace detail {
 inline constexpr std::uint32_t conv_wg = 256, conv_rows = 8;
 }
 
+/// conv2d's sum pass (shaders/conv2d.hpp, conv2d_gather): y[img0 + i][m][pq]
+/// = act(Σ_z part[z][m][n] + bias[m]) for the cols columns n = i·P·Q + pq of
+/// part's m × np rows (part_t: one unsplit part in T, else f32 splits).
+inline void record_conv2d_sum(stream& s, dtype dt, const buffer_ref* bias, fn act, float slope, bool part_t,
+                              buffer_ref part, buffer_ref y, std::uint32_t m, std::uint32_t np, std::uint32_t pq,
+                              std::uint32_t cols, std::uint32_t splits, std::uint32_t img0) {
+  using namespace detail;
+  const auto& gather = s.ctx().get_pipeline(
+      make_variant("conv2d_gather", shaders::conv2d_gather, dt,
+                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_PART_T", part_t ? "1" : "0"}}),
+      {3, 7 * 4, {0}}, {conv_wg});
+  struct {
+    std::uint32_t m, np, pq, cols, splits, img0;
+    float slope;
+  } gc{m, np, pq, cols, splits, img0, slope};
+  s.dispatch(gather, {{part}, {bias ? *bias : part}, {y, true}}, &gc, sizeof gc, {(cols + conv_wg - 1) / conv_wg, m, 1},
+             "conv2d sum");
+}
+
+/// Empty when conv2d's implicit GEMM (record_conv2d_implicit) runs `cfg` for
+/// m filters, n = images·P·Q columns and k = C·R·S, else why not.
+inline std::string conv2d_implicit_check(const device_info& d, dtype dt, const gemm_config& cfg, std::uint64_t m,
+                                         std::uint64_t n, std::uint64_t k) {
+  if (cfg.kernel != gemm_kernel::tiled)
+    return std::string("the implicit GEMM runs the tiled kernel, not ") + to_string(cfg.kernel);
+  if (std::string why = gemm_config_check(d, dt, cfg); !why.empty()) return why;
+  // Each invocation gathers the same 4 columns of B in every K tile.
+  if (cfg.wg() % (cfg.bn / 4) != 0)
+    return "the workgroup (" + std::to_string(cfg.wg()) + " invocations) is not a multiple of the tile's " +
+           std::to_string(cfg.bn / 4) + " column vectors";
+  const std::uint32_t splits = gemm_splits_used(cfg, k);
+  if ((n + cfg.bn - 1) / cfg.bn > 65535 || (m + cfg.bm - 1) / cfg.bm > 65535 ||
+      (splits > 1 && (n + detail::conv_wg - 1) / detail::conv_wg > 65535))
+    return "a grid of more than 65535 workgroups per axis";
+  if (splits * m * n > 0xffffffffull) return "more than 2^32 partial sums";
+  return {};
+}
+
+/// conv2d with one group as implicit GEMM on the tiled kernel (cfg passes
+/// conv2d_implicit_check): dense NCHW x [n_img, c, h, w], weights [kt, c, r,
+/// s], optional bias [kt], y [n_img, kt, p, q]. The kernel gathers its B tiles
+/// from x as it fetches them; unsplit, it stores y with the bias and
+/// activation (one dispatch, no scratch); split along K, it writes f32 partial
+/// sums that the explicit GEMM's sum pass adds in order into y (two
+/// dispatches; the stream keeps the scratch until reset()).
+inline void record_conv2d_implicit(stream& s, dtype dt, const gemm_config& cfg, index_t n_img, index_t c, index_t h,
+                                   index_t w, index_t kt, index_t r, index_t sw_, index_t p, index_t q, int sh, int sw,
+                                   int ph, int pw, int dh, int dw, fn act, float slope, buffer_ref x, buffer_ref wt,
+                                   const buffer_ref* bias, buffer_ref y) {
+  using namespace detail;
+  context& ctx = s.ctx();
+  const index_t crs = c * r * sw_, npq = n_img * p * q;
+  if (const std::string why = conv2d_implicit_check(ctx.info(), dt, cfg, static_cast<std::uint64_t>(kt),
+                                                    static_cast<std::uint64_t>(npq), static_cast<std::uint64_t>(crs));
+      !why.empty())
+    throw unsupported_error("kforge::vulkan: conv2d implicit GEMM with '" + cfg.str() + "': " + why);
+  if (npq * kt == 0) return;
+  u32(n_img * c * h * w, "x elements"), u32(n_img * kt * p * q, "y elements");
+  const std::string label = "conv2d implicit " + std::to_string(kt) + "x" + std::to_string(npq) + "x" + std::to_string(crs);
+  const std::uint32_t splits = gemm_check(s, dt, cfg, kt, npq, crs, label);
+  // gemm_tiled's constants, then R and S (constants 7 and 8: the gather's divisions by them fold).
+  const pipeline& pl = ctx.get_pipeline(gemm_variant(cfg, dt, bias != nullptr, act, crs % 4 == 0, splits > 1, false, true),
+                                        {4, sizeof(conv_push), {0, 1, 2, 3, 4, 5, 6, 7, 8}},
+                                        {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m, u32(r, "R"), u32(sw_, "S")});
+  const conv_push pc{u32(kt, "K"), u32(npq, "N*P*Q"), u32(crs, "C*R*S"), u32(c, "C"), u32(h, "H"), u32(w, "W"),
+                     u32(p, "P"), u32(q, "Q"), u32(r, "R"), u32(sw_, "S"), u32(kt, "K"), sh, sw, ph, pw, dh, dw, slope};
+  const std::array<std::uint32_t, 3> grid{(pc.n + cfg.bn - 1) / cfg.bn, (pc.m + cfg.bm - 1) / cfg.bm, splits};
+  if (splits == 1) {
+    s.dispatch(pl, {{wt}, {x}, {bias ? *bias : wt}, {y, true}}, &pc, sizeof pc, grid, label);
+    return;
+  }
+  const buffer_ref part = s.keep(ctx.device_memory().allocate(4ull * splits * pc.m * pc.n)).ref();
+  s.dispatch(pl, {{wt}, {x}, {wt}, {part, true}}, &pc, sizeof pc, grid, label + " split " + std::to_string(splits));
+  record_conv2d_sum(s, dt, bias, act, slope, false, part, y, pc.m, pc.n, pc.p * pc.q, pc.n, splits, 0);
+}
+
 /// conv2d with one group as explicit GEMM (see the header): dense NCHW x
 /// [n_img, c, h, w], weights [kt, c, r, s], optional bias [kt], y [n_img, kt,
 /// p, q]. `pick(m, n, k)` gives the gemm_config for the chunk's gemm (m = kt
@@ -128,10 +211,6 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
   const auto& im2col = ctx.get_pipeline(
       make_variant("conv2d_im2col", shaders::conv2d_im2col, dt, {}), {2, 17 * 4, {0, 1, 2, 3}},
       {conv_wg, kr, fixed ? static_cast<std::uint32_t>(r) : 0u, fixed ? static_cast<std::uint32_t>(sw_) : 0u});
-  const auto& gather = ctx.get_pipeline(
-      make_variant("conv2d_gather", shaders::conv2d_gather, dt,
-                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_PART_T", part_t ? "1" : "0"}}),
-      {3, 7 * 4, {0}}, {conv_wg});
   for (index_t i0 = 0; i0 < n_img; i0 += plan.images) {
     const index_t images = std::min(plan.images, n_img - i0);
     struct {
@@ -148,13 +227,8 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
       record_gemm(s, dt, cfg, kt, plan.cols, crs, 1.0f, 0.0f, fn::identity, 0.0f, wt, b, nullptr, part);
     else
       record_gemm_partials(s, dt, cfg, kt, plan.cols, crs, wt, b, part, label);
-    struct {
-      std::uint32_t m, np, pq, cols, splits, img0;
-      float slope;
-    } gc{u32(kt, "K"), u32(plan.cols, "columns"), u32(pq, "P*Q"), ic.cols, splits, ic.img0, slope};
-    s.dispatch(gather, {{part}, {bias ? *bias : part}, {y, true}}, &gc, sizeof gc,
-               {static_cast<std::uint32_t>((ic.cols + conv_wg - 1) / conv_wg), static_cast<std::uint32_t>(kt), 1},
-               "conv2d sum");
+    record_conv2d_sum(s, dt, bias, act, slope, part_t, part, y, u32(kt, "K"), u32(plan.cols, "columns"), u32(pq, "P*Q"),
+                      ic.cols, splits, ic.img0);
   }
 }
 
@@ -173,6 +247,17 @@ struct impl<policy::vulkan<Knobs...>, op::conv2d<T, E>>
     if (d.n * d.k * d.p * d.q == 0) {
     } else if (d.groups == 1 && !K::gemm_tile_given) {
       const auto& info = c.ctx().info();
+      const auto m = static_cast<std::uint64_t>(d.k), n = static_cast<std::uint64_t>(d.n * d.p * d.q),
+                 k = static_cast<std::uint64_t>(d.c * d.r * d.s);
+      // The gemm's config for the product: on the tiled kernel, the implicit GEMM on it (no im2col);
+      // else (the tensor cores, the decode kernel) the explicit one, whose gemm runs that config (an
+      // implicit GEMM on coopmat_f16 ran 2-5x slower on the H100: docs/PERFORMANCE.md).
+      const vulkan::gemm_config cfg = K::gemm(info, c.dt, m, n, k);
+      if (vulkan::conv2d_implicit_check(info, c.dt, cfg, m, n, k).empty())
+        vulkan::record_conv2d_implicit(c.s(), c.dt, cfg, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw,
+                                       d.ph, d.pw, d.dh, d.dw, E::activation, op.epilogue.slope, c.in(0), c.in(1),
+                                       c.in_opt(2), c.out());
+      else
       vulkan::record_conv2d_gemm(
           c.s(), c.dt,
           [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) { return K::gemm(info, c.dt, m, n, k); }, d.n, d.c,

@@ -56,11 +56,17 @@ inline const shader_variant& gemm_coopmat2_variant(const spirv::gemm_coopmat2_sp
 /// split: the kernel writes the partial sums of one K split
 /// (shaders/gemm_common.hpp, KF_SPLIT); read_c: beta != 0 (coopmat2 only:
 /// the GLSL kernels test beta at run time).
+/// conv: conv2d's implicit GEMM (KF_CONV; the tiled kernel: vulkan/conv2d.hpp).
 inline const shader_variant& gemm_variant(const gemm_config& cfg, dtype dt, bool bias, fn act, bool vec, bool split = false,
-                                   bool read_c = false) {
+                                   bool read_c = false, bool conv = false) {
   if (cfg.kernel == gemm_kernel::coopmat2)
     return gemm_coopmat2_variant({dt == dtype::bf16, bias && !split, split ? fn::identity : act, read_c && !split, split, cfg.tm});
   std::vector<std::pair<std::string, std::string>> defs{{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}};
+  if (conv) {
+    if (cfg.kernel != gemm_kernel::tiled) throw error("kforge::vulkan: internal: conv2d's implicit GEMM runs the tiled kernel only");
+    defs.push_back({"KF_CONV", "1"});
+    defs.push_back({"KF_VW", "4"});
+  }
   if (cfg.kernel == gemm_kernel::generic) {
     defs.insert(defs.begin(), {"KF_CONV", "0"});
     return make_variant("gemm", shaders::gemm, dt, std::move(defs));

@@ -14,6 +14,11 @@
 // Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
 // C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
 //
+// Conv2d (KF_CONV = 1, gemm_tiled): the implicit GEMM of one group, B
+// gathered from x (kf_conv_columns, kf_conv_row, kf_conv_b below), C stored
+// as NKPQ with a bias per filter; split, the partial sums as below (the
+// conv2d sum pass, shaders/conv2d.hpp, adds them and writes y).
+//
 // K split (KF_SPLIT = 1): the grid's z axis splits K into gl_NumWorkGroups.z
 // ranges (kf_split_k); binding 3 is then an f32 scratch buffer of partial
 // sums [splits][M][N] that kf_gemm_store fills with the raw dot products (no
@@ -25,9 +30,23 @@
 
 namespace kforge::vulkan::shaders {
 
-/// The push constants of gemm's kernels (the split-K reduction reads K as the number of splits).
+/// The push constants of gemm's kernels (the split-K reduction reads K as the
+/// number of splits); under KF_CONV (gemm_tiled only) those of conv2d's
+/// implicit GEMM (M = filters, N = images·P·Q, K = C·R·S, then the
+/// convolution's geometry).
 inline constexpr const char* gemm_push = R"glsl(
+#ifndef KF_CONV
+#define KF_CONV 0
+#endif
+#if KF_CONV
+layout(push_constant) uniform Push {
+  uint M, N, K, C, H, W, P, Q, R, S, KT;
+  int sh, sw, ph, pw, dh, dw;
+  float slope;
+} pc;
+#else
 layout(push_constant) uniform Push { uint M, N, K; float alpha, beta, slope; } pc;
+#endif
 )glsl";
 
 /// kf_gemm_store(gm, gn, acc): the epilogue into C[gm, gn] (c_ of T), or the
@@ -37,6 +56,14 @@ inline constexpr const char* gemm_epilogue = R"glsl(
 void kf_gemm_store(uint gm, uint gn, float acc) {
 #if KF_SPLIT
   c_[(gl_WorkGroupID.z * pc.M + gm) * pc.N + gn] = acc;
+#elif KF_CONV
+  // y[img][gm][pixel] for column gn = img·P·Q + pixel; the bias is per filter (row).
+  float v = acc;
+#if KF_BIAS
+  v += kf_ld(bias_[gm]);
+#endif
+  uint pq = pc.P * pc.Q, img = gn / pq;
+  c_[(img * pc.KT + gm) * pq + (gn - img * pq)] = kf_st(kf_apply(KF_ACT, v, pc.slope));
 #else
   uint idx = gm * pc.N + gn;
   float v = acc * pc.alpha;
@@ -53,7 +80,10 @@ inline constexpr const char* gemm_bindings = R"glsl(
 #ifndef KF_VEC_A_T
 #define KF_VEC_A_T KF_VEC_T
 #endif
-#if KF_VEC
+#if KF_CONV && KF_VEC
+layout(std430, set = 0, binding = 0) readonly buffer BufA { KF_VEC_A_T a_[]; };  // the filters [KT][C·R·S]
+layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };           // x, gathered (kf_conv_b)
+#elif KF_VEC
 layout(std430, set = 0, binding = 0) readonly buffer BufA { KF_VEC_A_T a_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufB { KF_VEC_T b_[]; };
 #else
@@ -77,6 +107,48 @@ uvec2 kf_split_k(uint align) {
   uint first = min(pc.K, gl_WorkGroupID.z * chunk);
   return uvec2(first, min(pc.K, first + chunk));
 }
+
+#if KF_CONV
+// conv2d's implicit GEMM (gemm_tiled): B[k][n] = x[img][c][p·sh − ph + r·dh][q·sw − pw + s·dw]
+// for k = (c·R + r)·S + s and n = (img·P + p)·Q + q, 0 outside the image and
+// for n >= N. An invocation fetches the same KF_VW columns in every K tile
+// (the host checks that the workgroup size is a multiple of the tile's
+// column vectors), BN/KF_VW apart so that each of its scalar loads has the
+// subgroup's lanes on consecutive columns (KF_STORE_B stores them one by
+// one), and each column is decoded once (kf_conv_columns(first, step)):
+// its image offset with the top-left tap's row and column folded in (uint
+// arithmetic, wrapping where that tap lies in the padding) and that row and
+// column; a far-negative row marks a column past N.
+uint kf_cx_off[KF_VW];
+int kf_cx_ih[KF_VW], kf_cx_iw[KF_VW];
+void kf_conv_columns(uint gn0, uint step) {
+  const uint pq = pc.P * pc.Q;
+  [[unroll]] for (uint e = 0; e < KF_VW; ++e) {
+    uint gn = gn0 + e * step, img = gn / pq, pix = gn - img * pq, p = pix / pc.Q, q = pix - p * pc.Q;
+    int ih = int(p) * pc.sh - pc.ph, iw = int(q) * pc.sw - pc.pw;
+    kf_cx_off[e] = img * pc.C * pc.H * pc.W + uint(ih) * pc.W + uint(iw);
+    kf_cx_ih[e] = gn < pc.N ? ih : -0x40000000;
+    kf_cx_iw[e] = iw;
+  }
+}
+// R and S as constants 7 and 8 (the kernel's constants 0..6 are its tiling), so that the
+// divisions by them below fold into multiplications.
+layout(constant_id = 7) const uint KF_R = 1;
+layout(constant_id = 8) const uint KF_S = 1;
+// Row gk's tap: (offset of channel c and tap (r, s) from the top-left tap, r·dh, s·dw), the
+// middle one far negative for gk >= K (every load of the row then reads 0).
+ivec3 kf_conv_row(uint gk) {
+  uint rs = KF_R * KF_S;
+  uint c = gk / rs, t = gk - c * rs, r = t / KF_S, s = t - r * KF_S;
+  int dy = int(r) * pc.dh, dx = int(s) * pc.dw;
+  return ivec3(int((c * pc.H + uint(dy)) * pc.W + uint(dx)), gk < pc.K ? dy : -0x40000000, dx);
+}
+// B[row][column e of this invocation] as f32.
+float kf_conv_b(ivec3 row, uint e) {
+  int ih = kf_cx_ih[e] + row.y, iw = kf_cx_iw[e] + row.z;
+  return (uint(ih) < pc.H && uint(iw) < pc.W) ? kf_ld(b_[kf_cx_off[e] + uint(row.x)]) : 0.0;
+}
+#endif
 )glsl";
 
 /// The double-buffered K loop of the shared-memory kernels (gemm_tiled,
@@ -105,11 +177,24 @@ inline constexpr const char* gemm_k_loop = R"glsl(
   }
 // Registers -> shared buffer buf for B, row-major with padded row stride SB
 // (in vectors), as both kernels keep it; each kernel stores A its own way.
+#if KF_CONV
+// conv2d's implicit GEMM: vector cv holds columns cv + e·BN/VW (kf_conv_columns), stored one by one.
+#define KF_STORE_B(buf)                                                          \
+  [[unroll]] for (uint l = 0; l < NB; ++l) {                                     \
+    uint i = t + l * WG, r = i / (BN / VW), cv = i % (BN / VW);                  \
+    if (i < BK * BN / VW)                                                        \
+      [[unroll]] for (uint e = 0; e < VW; ++e) {                                 \
+        uint col = cv + e * (BN / VW);                                           \
+        Bs[((buf) * BK + r) * SB + col / VW][col % VW] = rb[l][e];               \
+      }                                                                          \
+  }
+#else
 #define KF_STORE_B(buf)                                                          \
   [[unroll]] for (uint l = 0; l < NB; ++l) {                                     \
     uint i = t + l * WG, r = i / (BN / VW), cv = i % (BN / VW);                  \
     if (i < BK * BN / VW) Bs[((buf) * BK + r) * SB + cv] = rb[l];                \
   }
+#endif
 #define KF_K_LOOP()                                                              \
   const uvec2 kr = kf_split_k(BK); /* all of K unless the grid splits it */      \
   const uint tiles = (kr.y - kr.x + BK - 1) / BK;                                \

@@ -26,6 +26,11 @@
 // vector or scalar outside [M,K] / [K,N] loads 0; stores outside [M,N] are
 // skipped. So any M, N, K (including 0) is handled without padding.
 //
+// Conv2d (KF_CONV, KF_VW = 4): the implicit GEMM of one group, B gathered
+// from x as it is fetched (kf_conv_b) and C stored as NKPQ (or, split, the
+// partial sums); A (the filters) is read as vectors where C·R·S % 4 == 0
+// (KF_VEC).
+//
 // Bindings, push constants and the epilogue: shaders/gemm_common.hpp (KF_VEC_T = T4).
 #pragma once
 
@@ -59,7 +64,10 @@ vec4 load_a(uint gm, uint gk) {
 #endif
 }
 vec4 load_b(uint gk, uint gn) {
-#if KF_VEC
+#if KF_CONV  // gn: this invocation's columns, decoded by kf_conv_columns
+  ivec3 row = kf_conv_row(gk);
+  return vec4(kf_conv_b(row, 0u), kf_conv_b(row, 1u), kf_conv_b(row, 2u), kf_conv_b(row, 3u));
+#elif KF_VEC
   return (gk < pc.K && gn < pc.N) ? kf_ld4(b_[(gk * pc.N + gn) / 4]) : vec4(0.0);
 #else
   vec4 v = vec4(0.0);
@@ -78,6 +86,9 @@ void main() {
   vec4 acc[TM * GN];  // acc[i * GN + j / 4][j % 4]: output row i, column j of the thread tile
   [[unroll]] for (uint i = 0; i < TM * GN; ++i) acc[i] = vec4(0.0);
   vec4 ra[NA], rb[NB];
+#if KF_CONV
+  kf_conv_columns(n0 + t % (BN / VW), BN / VW);
+#endif
 
   // Registers -> shared buffer `buf` (A transposed to k-major).
   #define KF_STORE(buf)                                                              \
