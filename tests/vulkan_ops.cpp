@@ -232,13 +232,16 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
     index_t n, c, h, w, k, r, s;
     int sh, sw, ph, pw, dh, dw, groups;
   };
-  // groups == 1 takes the tiled kernel's implicit GEMM where the gemm's config is the tiled kernel's,
-  // else the explicit GEMM (im2col, gemm, sum); groups > 1 the generic kernel's implicit GEMM.
+  // groups == 1 takes the tiled kernel's implicit GEMM where the gemm's config is the tiled kernel's
+  // (more than 8 filters, the last two cases: checked below), else the explicit GEMM (im2col, the decode
+  // kernel or the tensor cores, sum); groups > 1 the generic kernel's implicit GEMM.
   const cfg cases[] = {{1, 3, 7, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1},
                        {2, 4, 9, 5, 6, 3, 1, 2, 1, 0, 1, 1, 1, 2},
                        {1, 1, 17, 3, 3, 2, 2, 1, 1, 0, 0, 2, 1, 1},
                        {3, 6, 5, 5, 3, 1, 1, 1, 1, 0, 0, 1, 1, 3},
-                       {3, 5, 11, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 1}};
+                       {3, 5, 11, 9, 7, 3, 2, 2, 1, 1, 0, 1, 2, 1},
+                       {2, 5, 11, 9, 16, 3, 3, 1, 2, 1, 0, 2, 1, 1},
+                       {1, 8, 6, 6, 33, 3, 3, 1, 1, 1, 1, 1, 1, 1}};
   unsigned seed = 20;
   for (const auto& c : cases) {
     op::conv2d<T, epilogue::bias_relu> o;
@@ -257,6 +260,13 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
                        make_view(b, {c.k}), make_view(ref, ys));
     const index_t red = c.c / c.groups * c.r * c.s;
     check_close("conv2d " + ys.str(), y, ref, {static_cast<float>(red + 1)}, conv2d_tolerance(dtype_of<T>(), red));
+    if (c.k > 8 && c.groups == 1) {  // where the default takes the implicit GEMM on the tiled kernel (no tensor cores for T)
+      const auto cfg = vulkan::knobs<>::gemm(ctx->info(), dtype_of<T>(), static_cast<std::uint64_t>(c.k),
+                                             static_cast<std::uint64_t>(c.n * d.p * d.q), static_cast<std::uint64_t>(red));
+      if (cfg.kernel != vulkan::gemm_kernel::coopmat2 && cfg.kernel != vulkan::gemm_kernel::coopmat_f16)
+        CHECK(vulkan::conv2d_implicit_check(ctx->info(), dtype_of<T>(), cfg, static_cast<std::uint64_t>(c.k),
+                                            static_cast<std::uint64_t>(c.n * d.p * d.q), static_cast<std::uint64_t>(red)) == "");
+    }
   }
   KFT_NO_VALIDATION_MESSAGES();
 }
@@ -348,7 +358,9 @@ TEST_CASE_TEMPLATE("vulkan conv2d implicit GEMM on the tiled kernel matches eige
                                       {vulkan::gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 0, 1},
                                       {vulkan::gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1},
                                       {vulkan::gemm_kernel::tiled, 32, 128, 8, 4, 4, 8, 2, 8, 3},
-                                      {vulkan::gemm_kernel::tiled, 64, 64, 16, 4, 4, 8, 2, 8, 8}};
+                                      {vulkan::gemm_kernel::tiled, 64, 64, 16, 4, 4, 8, 2, 8, 8},
+                                      // 128 invocations, 4 vectors of B each per K tile
+                                      {vulkan::gemm_kernel::tiled, 64, 128, 16, 8, 8, 8, 2, 8, 1}};
   unsigned seed = 80;
   for (const geom& g : geoms) {
     const auto d = make_conv2d_dims(g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, 1, shape{g.n, g.c, g.h, g.w},
@@ -395,6 +407,11 @@ TEST_CASE_TEMPLATE("vulkan conv2d implicit GEMM on the tiled kernel matches eige
             .find("not a multiple of the tile's 64 column vectors") != std::string::npos);
   CHECK(vulkan::conv2d_implicit_check(info, dt, {vulkan::gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 1}, 64,
                                       64ull * 70000, 64) == "a grid of more than 65535 workgroups per axis");
+  CHECK(vulkan::conv2d_implicit_check(info, dt, {vulkan::gemm_kernel::tiled, 64, 64, 8, 4, 4, 8, 2, 8, 2}, 70000, 64,
+                                      64) == "a grid of more than 65535 workgroups per axis");  // the sum pass's filters
+  // No im2col B: C·R·S × N·P·Q past 2^32 is fine (the explicit GEMM's B could not be built in one piece).
+  CHECK(vulkan::conv2d_implicit_check(info, dt, {vulkan::gemm_kernel::tiled, 128, 128, 8, 8, 8, 8, 2, 8, 1}, 512,
+                                      1048576, 4608) == "");
   CHECK_THROWS_AS(
       [&] {
         vulkan::device_tensor<T> t(*ctx, {1, 1, 3, 3});

@@ -2,7 +2,8 @@
 //
 // - implicit GEMM on the tiled kernel (record_conv2d_implicit; the default
 //   for one group where the gemm's own config for the product is the tiled
-//   kernel's: f32, and f16/bf16 on devices without tensor cores for them):
+//   kernel's — f32, and f16/bf16 on devices without tensor cores for them,
+//   more filters than the decode kernel takes (gemv_max_m) — and its grid fits):
 //   gemm_tiled with KF_CONV gathers its B tiles from x as it fetches them and
 //   stores y (NKPQ) with the bias and activation; split along K, it writes
 //   f32 partial sums and the sum pass below adds them. No im2col scratch.
@@ -88,7 +89,7 @@ inline constexpr std::uint32_t conv_wg = 256, conv_rows = 8;
 
 /// conv2d's sum pass (shaders/conv2d.hpp, conv2d_gather): y[img0 + i][m][pq]
 /// = act(Σ_z part[z][m][n] + bias[m]) for the cols columns n = i·P·Q + pq of
-/// part's m × np rows (part_t: one unsplit part in T, else f32 splits).
+/// part's m rows of np columns (part_t: one unsplit part in T, else f32 splits).
 inline void record_conv2d_sum(stream& s, dtype dt, const buffer_ref* bias, fn act, float slope, bool part_t,
                               buffer_ref part, buffer_ref y, std::uint32_t m, std::uint32_t np, std::uint32_t pq,
                               std::uint32_t cols, std::uint32_t splits, std::uint32_t img0) {
@@ -118,7 +119,7 @@ inline std::string conv2d_implicit_check(const device_info& d, dtype dt, const g
            std::to_string(cfg.bn / 4) + " column vectors";
   const std::uint32_t splits = gemm_splits_used(cfg, k);
   if ((n + cfg.bn - 1) / cfg.bn > 65535 || (m + cfg.bm - 1) / cfg.bm > 65535 ||
-      (splits > 1 && (n + detail::conv_wg - 1) / detail::conv_wg > 65535))
+      (splits > 1 && ((n + detail::conv_wg - 1) / detail::conv_wg > 65535 || m > 65535)))  // the sum pass: y = filters
     return "a grid of more than 65535 workgroups per axis";
   if (splits * m * n > 0xffffffffull) return "more than 2^32 partial sums";
   return {};
@@ -143,11 +144,14 @@ inline void record_conv2d_implicit(stream& s, dtype dt, const gemm_config& cfg, 
       !why.empty())
     throw unsupported_error("kforge::vulkan: conv2d implicit GEMM with '" + cfg.str() + "': " + why);
   if (npq * kt == 0) return;
-  u32(n_img * c * h * w, "x elements"), u32(n_img * kt * p * q, "y elements");
+  // No B is built (gemm_check would ask C·R·S × N·P·Q to fit 32 bits); the check above took the config and grid.
+  u32(n_img * c * h * w, "x elements"), u32(n_img * kt * p * q, "y elements"), u32(kt * crs, "weight elements");
   const std::string label = "conv2d implicit " + std::to_string(kt) + "x" + std::to_string(npq) + "x" + std::to_string(crs);
-  const std::uint32_t splits = gemm_check(s, dt, cfg, kt, npq, crs, label);
+  const std::uint32_t splits = gemm_splits_used(cfg, static_cast<std::uint64_t>(crs));
   // gemm_tiled's constants, then R and S (constants 7 and 8: the gather's divisions by them fold).
-  const pipeline& pl = ctx.get_pipeline(gemm_variant(cfg, dt, bias != nullptr, act, crs % 4 == 0, splits > 1, false, true),
+  const bool split = splits > 1;  // the sum pass applies the bias and activation
+  const pipeline& pl = ctx.get_pipeline(gemm_variant(cfg, dt, bias && !split, split ? fn::identity : act, crs % 4 == 0, split,
+                                                     false, true),
                                         {4, sizeof(conv_push), {0, 1, 2, 3, 4, 5, 6, 7, 8}},
                                         {cfg.wg(), cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.group_m, u32(r, "R"), u32(sw_, "S")});
   const conv_push pc{u32(kt, "K"), u32(npq, "N*P*Q"), u32(crs, "C*R*S"), u32(c, "C"), u32(h, "H"), u32(w, "W"),
@@ -251,18 +255,19 @@ struct impl<policy::vulkan<Knobs...>, op::conv2d<T, E>>
                  k = static_cast<std::uint64_t>(d.c * d.r * d.s);
       // The gemm's config for the product: on the tiled kernel, the implicit GEMM on it (no im2col);
       // else (the tensor cores, the decode kernel) the explicit one, whose gemm runs that config (an
-      // implicit GEMM on coopmat_f16 ran 2-5x slower on the H100: docs/PERFORMANCE.md).
+      // implicit GEMM on coopmat_f16 ran 1.5-5x slower on the H100: docs/PERFORMANCE.md). A shape
+      // the implicit GEMM refuses (conv2d_implicit_check: grid limits) takes the explicit one too.
       const vulkan::gemm_config cfg = K::gemm(info, c.dt, m, n, k);
       if (vulkan::conv2d_implicit_check(info, c.dt, cfg, m, n, k).empty())
         vulkan::record_conv2d_implicit(c.s(), c.dt, cfg, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw,
                                        d.ph, d.pw, d.dh, d.dw, E::activation, op.epilogue.slope, c.in(0), c.in(1),
                                        c.in_opt(2), c.out());
       else
-      vulkan::record_conv2d_gemm(
-          c.s(), c.dt,
-          [&](std::uint64_t m, std::uint64_t n, std::uint64_t k) { return K::gemm(info, c.dt, m, n, k); }, d.n, d.c,
-          d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, E::activation, op.epilogue.slope,
-          c.in(0), c.in(1), c.in_opt(2), c.out());
+        vulkan::record_conv2d_gemm(
+            c.s(), c.dt,
+            [&](std::uint64_t m_, std::uint64_t n_, std::uint64_t k_) { return K::gemm(info, c.dt, m_, n_, k_); },
+            d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw, d.ph, d.pw, d.dh, d.dw, E::activation,
+            op.epilogue.slope, c.in(0), c.in(1), c.in_opt(2), c.out());
     } else {
       vulkan::record_conv2d(c.s(), c.dt, K::tiling, d.n, d.c, d.h, d.w, d.k, d.r, d.s, d.p, d.q, d.sh, d.sw, d.ph,
                             d.pw, d.dh, d.dw, d.groups, E::activation, op.epilogue.slope, c.in(0), c.in(1),

@@ -9,7 +9,9 @@
 // Defines set by the host: KF_VEC (1: A and B are read as vectors, B of type
 // KF_VEC_T and A of KF_VEC_A_T (default KF_VEC_T), which each kernel's host
 // side names; 0: as scalars of T), KF_BIAS and KF_ACT (the epilogue), and
-// KF_SPLIT (1: the kernel computes one K split of a split-K gemm, see below).
+// KF_SPLIT (1: the kernel computes one K split of a split-K gemm, see below),
+// and for conv2d's implicit GEMM on gemm_tiled KF_CONV (1) with KF_VW (4,
+// the columns an invocation gathers); without them KF_CONV is 0.
 //
 // Epilogue: v = alpha·acc; if beta != 0, v += beta·C (beta == 0 never reads
 // C); v += bias[n] (KF_BIAS); v = act(v) with KF_ACT = kforge::fn code.
