@@ -260,12 +260,15 @@ TEST_CASE_TEMPLATE("vulkan conv2d (implicit GEMM) matches eigen", T, float, half
                        make_view(b, {c.k}), make_view(ref, ys));
     const index_t red = c.c / c.groups * c.r * c.s;
     check_close("conv2d " + ys.str(), y, ref, {static_cast<float>(red + 1)}, conv2d_tolerance(dtype_of<T>(), red));
-    if (c.k > 8 && c.groups == 1) {  // where the default takes the implicit GEMM on the tiled kernel (no tensor cores for T)
-      const auto cfg = vulkan::knobs<>::gemm(ctx->info(), dtype_of<T>(), static_cast<std::uint64_t>(c.k),
+    const dtype dt = dtype_of<T>();
+    const bool tensor_cores = (dt == dtype::f16 && vulkan::coopmat_f16_available(ctx->info())) ||
+                              vulkan::coopmat2_available(ctx->info(), dt);
+    if (c.k > 8 && c.groups == 1 && !tensor_cores) {  // the default took the implicit GEMM on the tiled kernel
+      const auto cfg = vulkan::knobs<>::gemm(ctx->info(), dt, static_cast<std::uint64_t>(c.k),
                                              static_cast<std::uint64_t>(c.n * d.p * d.q), static_cast<std::uint64_t>(red));
-      if (cfg.kernel != vulkan::gemm_kernel::coopmat2 && cfg.kernel != vulkan::gemm_kernel::coopmat_f16)
-        CHECK(vulkan::conv2d_implicit_check(ctx->info(), dtype_of<T>(), cfg, static_cast<std::uint64_t>(c.k),
-                                            static_cast<std::uint64_t>(c.n * d.p * d.q), static_cast<std::uint64_t>(red)) == "");
+      CHECK(cfg.kernel == vulkan::gemm_kernel::tiled);
+      CHECK(vulkan::conv2d_implicit_check(ctx->info(), dt, cfg, static_cast<std::uint64_t>(c.k),
+                                          static_cast<std::uint64_t>(c.n * d.p * d.q), static_cast<std::uint64_t>(red)) == "");
     }
   }
   KFT_NO_VALIDATION_MESSAGES();
