@@ -89,20 +89,25 @@ inline constexpr std::uint32_t conv_wg = 256, conv_rows = 8;
 
 /// conv2d's sum pass (shaders/conv2d.hpp, conv2d_gather): y[img0 + i][m][pq]
 /// = act(Σ_z part[z][m][n] + bias[m]) for the cols columns n = i·P·Q + pq of
-/// part's m rows of np columns (part_t: one unsplit part in T, else f32 splits).
+/// part's m rows of np columns (part_t: one unsplit part in T, else f32 splits);
+/// four columns per invocation where P·Q, np and cols are multiples of 4.
 inline void record_conv2d_sum(stream& s, dtype dt, const buffer_ref* bias, fn act, float slope, bool part_t,
                               buffer_ref part, buffer_ref y, std::uint32_t m, std::uint32_t np, std::uint32_t pq,
                               std::uint32_t cols, std::uint32_t splits, std::uint32_t img0) {
   using namespace detail;
+  // Four columns per invocation where they lie in one image and every index is a vector's.
+  const bool vec = pq % 4 == 0 && np % 4 == 0 && cols % 4 == 0;
   const auto& gather = s.ctx().get_pipeline(
       make_variant("conv2d_gather", shaders::conv2d_gather, dt,
-                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_PART_T", part_t ? "1" : "0"}}),
+                   {{"KF_BIAS", bias ? "1" : "0"}, {"KF_ACT", str(static_cast<int>(act))}, {"KF_PART_T", part_t ? "1" : "0"},
+                    {"KF_VEC", vec ? "1" : "0"}}),
       {3, 7 * 4, {0}}, {conv_wg});
   struct {
     std::uint32_t m, np, pq, cols, splits, img0;
     float slope;
   } gc{m, np, pq, cols, splits, img0, slope};
-  s.dispatch(gather, {{part}, {bias ? *bias : part}, {y, true}}, &gc, sizeof gc, {(cols + conv_wg - 1) / conv_wg, m, 1},
+  const std::uint32_t per_group = conv_wg * (vec ? 4 : 1);
+  s.dispatch(gather, {{part}, {bias ? *bias : part}, {y, true}}, &gc, sizeof gc, {(cols + per_group - 1) / per_group, m, 1},
              "conv2d sum");
 }
 
@@ -206,7 +211,7 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
   const bool part_t = cfg.kernel == gemm_kernel::coopmat2 && splits == 1;
   const buffer_ref part =
       s.keep(ctx.device_memory().allocate((part_t ? size_of(dt) : 4ull * splits) * kt * plan.cols)).ref();
-  const std::uint32_t cw = size_of(dt) == 2 ? 2 : 1;  // im2col columns per invocation
+  const std::uint32_t cw = size_of(dt) == 2 ? 4 : 1;  // im2col columns per invocation
   // Rows per im2col invocation: whole channels (each row's tap a constant) where R·S <= 32, at least
   // conv_rows of them (3x3: 9 rows, 1x1: 8, 5x5: 25); else conv_rows with (c, r, s) stepped.
   const index_t taps = r * sw_;
