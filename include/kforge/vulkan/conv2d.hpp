@@ -90,7 +90,9 @@ inline constexpr std::uint32_t conv_wg = 256, conv_rows = 8;
 /// conv2d's sum pass (shaders/conv2d.hpp, conv2d_gather): y[img0 + i][m][pq]
 /// = act(Σ_z part[z][m][n] + bias[m]) for the cols columns n = i·P·Q + pq of
 /// part's m rows of np columns (part_t: one unsplit part in T, else f32 splits);
-/// four columns per invocation where P·Q, np and cols are multiples of 4.
+/// four columns per invocation where P·Q, np and cols are multiples of 4
+/// (part and y then must start at offsets that are multiples of 16 bytes, as
+/// every buffer the memory pool hands out does).
 inline void record_conv2d_sum(stream& s, dtype dt, const buffer_ref* bias, fn act, float slope, bool part_t,
                               buffer_ref part, buffer_ref y, std::uint32_t m, std::uint32_t np, std::uint32_t pq,
                               std::uint32_t cols, std::uint32_t splits, std::uint32_t img0) {

@@ -7,14 +7,16 @@
 // of the chunk (images img0 .. img0+images-1), row k = (c·R + r)·S + s;
 // B[k][n] = x[img][c][p·sh − ph + r·dh][q·sw − pw + s·dw], 0 outside the
 // image and in the padding columns n ≥ images·P·Q (NP rounds the columns up
-// so the gemm reads B as vectors). Tiling: an invocation owns one column
-// (its image and output pixel decoded once) and KR consecutive rows (grid y:
-// row blocks; grid x: column blocks of WG·CW), its loads issued before its
-// stores; consecutive invocations write consecutive columns. Where the host
-// makes R and S constants (FR, FS) and KR a multiple of R·S, every row's tap
-// (r, s) is a constant; else (c, r, s) is stepped without division. 16-bit
-// types: four columns per invocation (CW), stored as one 64-bit word (two
-// columns and 32-bit stores: the res2 f16 b32 pass at ~2 TB/s on the H200).
+// so the gemm reads B as vectors). Tiling: an invocation owns CW adjacent
+// columns (each one's image and output pixel decoded once) and KR consecutive
+// rows (grid y: row blocks; grid x: column blocks of WG·CW), its loads issued
+// before its stores; consecutive invocations write consecutive columns. Where
+// the host makes R and S constants (FR, FS) and KR a multiple of R·S, every
+// row's tap (r, s) is a constant; else (c, r, s) is stepped without division.
+// CW: 1 for f32; 4 for 16-bit types, stored as one 64-bit word (the former
+// two columns per 32-bit word ran the res2 f16 b32 pass at ~2 TB/s on the
+// H200; four: 8 % faster there, eight: no faster). An invocation holds CW·KR
+// values (at most 128 for taps of 17-32).
 // Elements pass through f32 (kf_ld, then kf_st or the packing),
 // which is exact for every finite and infinite f16 and bf16 value.
 //
