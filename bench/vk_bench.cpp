@@ -177,8 +177,15 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   const std::string name = std::string(bias_gelu ? "gemm_bias_gelu_" : "gemm_") + dt + "_" + std::to_string(n);
   std::printf("  %s config: %s; sampled error %.2e (%s)\n", name.c_str(), cfg.str().c_str(), err, err <= tol ? "ok" : "FAIL");
   if (!forced) result(name, ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12, "TFLOP/s");
-  else std::printf("  sweep %s %s: %.3f ms %.2f TFLOP/s%s\n", dt, cfg.str().c_str(), ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12,
-                   err <= tol ? "" : " WRONG");
+  else {
+    std::printf("  sweep %s %s: %.3f ms %.2f TFLOP/s%s\n", dt, cfg.str().c_str(), ms, 2.0 * n * n * n / (ms * 1e-3) / 1e12,
+                err <= tol ? "" : " WRONG");
+    // The driver's statistics of the pipeline just timed (KFORGE_VK_PIPELINE_STATS=1).
+    const auto& pl = vulkan::detail::gemm_pipeline(
+        ctx, cfg, vulkan::detail::gemm_variant(cfg, d, bias_gelu, bias_gelu ? fn::gelu_tanh : fn::identity,
+                                               vulkan::detail::gemm_vector_loads(cfg, n, n)));
+    if (!pl.statistics.empty()) std::printf("    stats: %s\n", pl.statistics.c_str());
+  }
 }
 
 template <std::uint32_t WG>

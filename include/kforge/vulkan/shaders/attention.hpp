@@ -124,12 +124,13 @@ void main() {
 // NaN; L == 0 writes zeros. Output rows leave through shared memory, 8 halves
 // per store.
 // bf16 (KF_BF16; glslang 12 has no bf16 fragments): tiles are staged as
-// f16. A K or V block whose largest finite |x| is in [2^-6, 2^15) is staged
+// f16. A K or V block whose largest |x| (Inf and NaN counted as large, so
+// that the test is two integer max per word) is in [2^-6, 2^15) is staged
 // as it is: f16 holds every bf16 value from 2^-14 to 2^15 exactly, and the
 // smaller ones round to f16 subnormals (spacing 2^-24: an error below 2^-19
 // of the block's largest |x|); one subgroup vote and a shared flag decide it,
-// no barrier. Any other block, and the Q tile always, is staged times a
-// power of two chosen from its largest finite |x| (a max over the workgroup:
+// no barrier. Any other block (one with Inf or NaN too), and the Q tile
+// always, is staged times a power of two chosen from its largest finite |x| (a max over the workgroup:
 // two more barriers) so that it lands in [2^14, 2^15): exact for every value
 // of at least 2^-28 of the largest, the others within 2^-39 of it. The Q and
 // K scales leave with the scores (folded into the softmax's scale); a scaled
@@ -170,14 +171,14 @@ shared uvec4 Vs[BKV * SV];
 
 #if KF_BF16
 // bf16 data: staged into shared memory as f16. A K or V block whose largest
-// finite |x| is in [2^-6, 2^15) is staged as it is (fast path: one subgroup
+// |x| (Inf, NaN included) is in [2^-6, 2^15) is staged as it is (fast path: one subgroup
 // vote and shared flag, no barrier); any other block, and the Q tile, times
 // the power of two (exact) that brings its largest finite |x| to
 // [2^14, 2^15). The scales leave with the scores (Q, K) and the P·V products
 // (V). bf_red: the largest finite |x| (its bits) of the Q tile, and of the K
 // and V blocks on the scaled path (two slots each, alternating by block);
-// bf_flag: K, V blocks (two slots each): bit 0 some |x| >= 2^15, bit 1 some
-// |x| >= 2^-6.
+// bf_flag: K, V blocks (two slots each): bit 0 some |x| >= 2^15 (or not
+// finite), bit 1 some |x| >= 2^-6.
 shared uint bf_red[5];
 shared uint bf_flag[4];
 const uint BF_HI = 0x4700u, BF_LO = 0x3c80u;  // the bits of 2^15 and 2^-6
@@ -189,6 +190,14 @@ uint bf_absmax(uvec4 w) {
     m = max(m, max(lo < 0x7f80u ? lo : 0u, hi < 0x7f80u ? hi : 0u));
   }
   return m;
+}
+// The largest |x| (as bits, Inf and NaN included) of 16-bit lanes whose low
+// halves' maxima are lo and high halves' hi (masked to magnitudes, in place):
+// the staging's cheap test. It can only overstate the finite maximum (a
+// non-finite value reads as >= 2^15), which sends the block to the scaled
+// path; that path takes the exact finite maximum (bf_absmax).
+uint bf_absmax_any(uvec4 lo, uvec4 hi) {
+  return max(max(max(lo.x, lo.y), max(lo.z, lo.w)), max(max(hi.x, hi.y), max(hi.z, hi.w)) >> 16);
 }
 // This invocation's part of a block: bit 0 if some |x| >= 2^15, bit 1 if some |x| >= 2^-6.
 uint bf_flags(uint m) { return (m >= BF_HI ? 1u : 0u) | (m >= BF_LO ? 2u : 0u); }
@@ -347,17 +356,21 @@ void main() {
 #if KF_BF16
   #define STAGE(R, N, W, SH, ST, FS, RS, SHIFT)                                                 \
     {                                                                                           \
-      uint m_ = 0u;                                                                             \
+      uvec4 lo_ = uvec4(0u), hi_ = uvec4(0u);                                                  \
       [[unroll]] for (uint e = 0; e < N; ++e) {                                                 \
         uint i = t + e * WG;                                                                    \
-        m_ = max(m_, bf_absmax(R[e]));                                                          \
+        lo_ = max(lo_, R[e] & 0x7fffu);                                                         \
+        hi_ = max(hi_, R[e] & 0x7fff0000u);                                                     \
         if (i < BKV * W) SH[(i / W) * ST + i % W] = bf_to_f16_1(R[e]);                          \
       }                                                                                         \
+      uint m_ = bf_absmax_any(lo_, hi_);                                                        \
       const uint fl_ = subgroupOr(bf_flags(m_));                                                \
       if (lane == 0u && fl_ != 0u) atomicOr(bf_flag[FS + (jb & 1u)], fl_);                      \
       if (t == 0u) bf_flag[FS + ((jb + 1u) & 1u)] = bf_red[RS + ((jb + 1u) & 1u)] = 0u;         \
       barrier();                                                                                \
       if (bf_flag[FS + (jb & 1u)] != 2u) {                                                      \
+        m_ = 0u;                                                                                \
+        [[unroll]] for (uint e = 0; e < N; ++e) m_ = max(m_, bf_absmax(R[e]));                  \
         m_ = subgroupMax(m_);                                                                   \
         if (lane == 0u) atomicMax(bf_red[RS + (jb & 1u)], m_);                                  \
         barrier();                                                                              \
