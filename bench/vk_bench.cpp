@@ -35,6 +35,8 @@
 // from the rest: back-to-back calls in one submission of at least 5 ms,
 // replayed after 0.2 s of warm-up, wall clock per call (a split gemm is two
 // dispatches and the barrier between them; all of it is counted).
+// `--replay` times streams of 1, 10 and 100 small dispatches, dependent
+// (barriers) or not, with and without timestamps: what a dispatch costs.
 // `--split-parts MxNxK...` times the two dispatches of split f16 configs
 // (coopmat2 and the NV subgroup kernel, split 2) apart: the first pass and the sum.
 // The memory-bound cases run after the gemms, then again on a fresh context
@@ -68,6 +70,7 @@ namespace {
 template <class F>
 std::vector<std::vector<double>> call_ms(vulkan::context& ctx, F&& record, int reps, std::size_t per_call, double warm_s) {
   vulkan::stream s(ctx);
+  s.time_dispatches(true);
   for (int i = 0; i < reps + 3; ++i) record(s);
   s.run();
   for (const auto t0 = std::chrono::steady_clock::now();
@@ -1153,6 +1156,50 @@ int run_bench(int argc, char** argv) {
     return 0;
   }
   // After the gemms the same cases run again on a fresh context ("_fresh_ctx").
+  if (mode == "--replay") {
+    // Where a replayed stream's per-dispatch time goes: streams of 1, 10 and
+    // 100 element-wise dispatches (4096 f32 each), recorded once, replayed;
+    // dependent (each reads the last one's output: a barrier between every
+    // two) or independent (each writes its own tensor: no barrier), with and
+    // without a timestamp pair around each dispatch. Wall clock of submit +
+    // wait, median of 50 replays after 5; the slope between 1 and 100
+    // dispatches is what one more dispatch costs inside a submission.
+    const index_t n = 4096;
+    vulkan::device_tensor<float> a(ctx, {n}), b(ctx, {n});
+    a.upload(make_view(random_host<float>(static_cast<std::size_t>(n), 31), {n}));
+    std::vector<vulkan::device_tensor<float>> outs;
+    for (int i = 0; i < 100; ++i) outs.emplace_back(ctx, shape{n});
+    for (const bool chain : {true, false})
+      for (const bool timed : {false, true}) {
+        double t1 = 0;
+        for (const int count : {1, 10, 100}) {
+          vulkan::stream s(ctx);
+          s.time_dispatches(timed);
+          for (int i = 0; i < count; ++i) {
+            if (chain) vulkan::record(s, op::unary<float, fn::neg>{}, i % 2 ? b : a, i % 2 ? a : b);
+            else vulkan::record(s, op::unary<float, fn::neg>{}, a, outs[static_cast<std::size_t>(i)]);
+          }
+          for (int i = 0; i < 5; ++i) s.run();
+          std::vector<double> wall;
+          for (int i = 0; i < 50; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            s.run();
+            wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          }
+          std::sort(wall.begin(), wall.end());
+          const double med = wall[wall.size() / 2];
+          if (count == 1) t1 = med;
+          std::printf("  replay %-11s %-13s %3d dispatches, %3zu barriers: submit+wait median %7.1f us (p10 %7.1f), "
+                      "%5.2f us/dispatch%s\n",
+                      chain ? "dependent" : "independent", timed ? "timestamps" : "no timestamps", count,
+                      s.barrier_count(), med, wall[wall.size() / 10], med / count,
+                      count > 1 ? (", slope from 1: " + std::to_string((med - t1) / (count - 1)).substr(0, 5) + " us").c_str()
+                                : "");
+          std::fflush(stdout);
+        }
+      }
+    return 0;
+  }
   if (mode == "--mem-first") {
     memory(ctx, "");
     gemms();

@@ -180,6 +180,7 @@ void run_case(vulkan::context& ctx, const bench_case& c, bool parts) {
   }
   // Dispatches per call, then 3 warm-up + 10 timed calls, submitted twice.
   vulkan::stream s(ctx);
+  s.time_dispatches(true);
   record(s);
   const std::size_t per_call = s.dispatch_count() + s.copy_count();
   for (int i = 1; i < 13; ++i) record(s);

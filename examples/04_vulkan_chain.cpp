@@ -27,6 +27,7 @@ int main() try {
   vulkan::device_tensor<float> h(ctx, {m, n}), act(ctx, {m, n}), y(ctx, {m, n});
 
   vulkan::stream s(ctx);
+  s.time_dispatches(true);  // a GPU timestamp pair around each dispatch (profiling: it serializes them)
   vulkan::record(s, op::gemm<float>{}, a, b, h);
   vulkan::record(s, op::unary<float, fn::gelu_erf>{}, h, act);
   vulkan::record(s, op::layer_norm<float>{}, act, g, be, y);

@@ -208,6 +208,7 @@ TEST_CASE("vulkan: last_call_seconds is the GPU time of a host call's kernels, w
   // The stream marks its copies (uploads, downloads) as transfers, dispatches not.
   auto a = ctx->device_memory().allocate(4096), b = ctx->device_memory().allocate(4096);
   vulkan::stream st(*ctx);
+  st.time_dispatches(true);
   st.copy(a.ref(), b.ref(), 4096);
   st.run();
   const auto ts = st.timings();

@@ -202,6 +202,7 @@ TEST_CASE("vulkan stream: gemm -> gelu -> layer_norm in one submission, barriers
   vulkan::device_tensor<float> a(*ctx, {m, k}), b(*ctx, {k, n}), g(*ctx, {n}), be(*ctx, {n}), h(*ctx, {m, n}),
       h2(*ctx, {m, n}), y(*ctx, {m, n}), a2(*ctx, {m, k}), other(*ctx, {m, k});
   vulkan::stream s(*ctx);
+  s.time_dispatches(true);
   a.record_upload(s, make_view(af, {m, k}));
   b.record_upload(s, make_view(bf, {k, n}));
   g.record_upload(s, make_view(gf, {n}));
@@ -249,6 +250,7 @@ TEST_CASE("vulkan stream: flush() submits parts while recording goes on; results
   auto xf = random_floats(n, 11, -3, 3);
   vulkan::device_tensor<float> x(*ctx, {n}), y(*ctx, {n}), z(*ctx, {n}), w(*ctx, {n});
   vulkan::stream s(*ctx);
+  s.time_dispatches(true);
   s.flush();  // nothing recorded: nothing submitted
   CHECK(s.part_count() == 0);
   x.record_upload(s, make_view(xf, {n}));
@@ -342,7 +344,7 @@ TEST_CASE("vulkan waits that poll before sleeping (spin_us) give the same result
   ::unsetenv("KFORGE_VK_SPIN_US");
 }
 
-TEST_CASE("vulkan stream: dispatches recorded after time_dispatches(false) are not timed, the others keep their times") {
+TEST_CASE("vulkan stream: dispatches are untimed by default; those recorded after time_dispatches(true) are timed") {
   KFT_NEED_DEVICE();
   const index_t n = 1000;
   auto xf = random_floats(n, 7);
@@ -350,18 +352,17 @@ TEST_CASE("vulkan stream: dispatches recorded after time_dispatches(false) are n
   x.upload(make_view(xf, {n}));
   vulkan::stream s(*ctx);
   vulkan::record(s, op::unary<float, fn::neg>{}, x, y);
-  s.time_dispatches(false);
-  vulkan::record(s, op::unary<float, fn::abs>{}, y, z);
   s.time_dispatches(true);
+  vulkan::record(s, op::unary<float, fn::abs>{}, y, z);
+  s.time_dispatches(false);
   vulkan::record(s, op::unary<float, fn::neg>{}, z, y);
   s.run();
   const auto t = s.timings();
   REQUIRE(t.size() == 3);
-  CHECK(t[1].ms == -1);  // untimed
-  if (ctx->info().timestamps) {
-    CHECK(t[0].ms >= 0);
-    CHECK(t[2].ms >= 0);
-  }
+  CHECK(t[0].ms == -1);  // untimed: the default
+  CHECK(t[2].ms == -1);  // untimed again
+  if (ctx->info().timestamps) CHECK(t[1].ms >= 0);
+  else CHECK(t[1].ms == -1);
   const auto got = y.to_vector();
   for (index_t i = 0; i < n; ++i) CHECK(got[static_cast<std::size_t>(i)] == -std::fabs(xf[static_cast<std::size_t>(i)]));
   KFT_NO_VALIDATION_MESSAGES();

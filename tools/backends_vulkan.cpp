@@ -60,6 +60,7 @@ resident_timing time_resident(const problem& p, const std::vector<host_tensor>& 
   r.upload_s = since(t0);
 
   vulkan::stream s(ctx);
+  s.time_dispatches(true);
   vulkan::record_problem(s, p, dev);
   const std::size_t per_call = std::max<std::size_t>(1, s.dispatch_count() + s.copy_count());
   r.dispatches = static_cast<int>(per_call);

@@ -267,6 +267,7 @@ class kernel_runner {
 
     std::vector<guarded> bufs(ts.size());
     vulkan::stream s(*ctx_);
+    s.time_dispatches(true);
     for (std::size_t i = 0; i < ts.size(); ++i) {
       host_tensor& h = ts[i];
       if (h.span() != h.dims.numel())

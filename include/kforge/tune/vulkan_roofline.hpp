@@ -182,6 +182,7 @@ inline double probe_vulkan_bandwidth(vulkan::context& ctx, const vulkan_probe_pl
   auto dst = ctx.device_memory().allocate(bytes);
   const vulkan::buffer_ref sref{src.ref().buffer, src.ref().offset, bytes}, dref{dst.ref().buffer, dst.ref().offset, bytes};
   vulkan::stream s(ctx);
+  s.time_dispatches(true);
   auto& staging = s.staging(bytes);
   auto* host = static_cast<float*>(staging.mapped());
   for (std::uint64_t i = 0; i < bytes / 4; ++i) host[i] = static_cast<float>(i & 0xffffff);
@@ -223,6 +224,7 @@ inline double probe_vulkan_fma(vulkan::context& ctx, const vulkan_probe_plan& pl
     float m, a, never;
   } pc{f16 ? 8u : 64u, 0.999f, 0.001f, -1.0f};
   vulkan::stream s(ctx);
+  s.time_dispatches(true);
   auto record = [&] {
     s.reset();
     s.dispatch(pl, {{oref, true}}, &pc, sizeof pc, grid, "roofline fma");

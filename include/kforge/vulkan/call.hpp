@@ -258,7 +258,7 @@ class call {
       std::function<void(const void*)> unpack;
     };
     std::vector<pending_output> outs;
-    explicit host_side(context& c) : ctx(c), s(c) {}
+    explicit host_side(context& c) : ctx(c), s(c) { s.time_dispatches(true); }  // for last_call_seconds()
     /// f(a new temporary of `dims` for host elements U).
     template <class U, class F>
     buffer_ref with_temp(const shape& dims, F&& f) {

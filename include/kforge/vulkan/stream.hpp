@@ -19,11 +19,15 @@
 // all of them; a replay submits every part again, in one vkQueueSubmit.
 //
 // Timestamps: when the queue supports them, a timestamp is written at the
-// start and the end of the recording (gpu_span_ms) and before and after
-// every dispatch and copy (up to 256 per recording); timings() turns
-// them into milliseconds after wait(). time_dispatches(false) before recording
-// leaves them out: each pair costs a replayed chain of small dispatches time
-// (see docs/PERFORMANCE.md, replay).
+// start and the end of the recording (gpu_span_ms), and, after
+// time_dispatches(true), before and after each dispatch and copy recorded
+// from then on (up to 256 per recording); timings() turns them into
+// milliseconds after wait() (-1 for a command recorded untimed). Off by
+// default: on the H200 a timestamp pair costs ~4.2 µs of GPU time per
+// dispatch (it waits for the dispatch to finish, so independent dispatches
+// no longer overlap), against ~0.26 µs for an independent dispatch and
+// ~2.7 µs for one behind a barrier (docs/PERFORMANCE.md, replay). Host calls
+// (run() on host views) time theirs, for last_call_seconds().
 //
 // Temporaries a recording needs (staging areas, tensors made for one host
 // call) are kept alive by the stream until reset() or destruction. Tensors
@@ -98,7 +102,7 @@ class stream {
   context& ctx() const { return *ctx_; }
 
   /// Whether the dispatches and copies recorded from now on are timed
-  /// (default: yes, where the queue has timestamps).
+  /// (default: no; where the queue has no timestamps, never).
   void time_dispatches(bool on) { time_ = on; }
 
   /// Records one dispatch of `p` over `groups` workgroups.
@@ -431,7 +435,7 @@ class stream {
   VkCommandBuffer cmd_ = VK_NULL_HANDLE;  // parts_[current_].cmd
   std::size_t part_commands_ = 0;         // commands recorded into the current part
   unique_handle<VkQueryPool> queries_;
-  bool began_ = false, recording_ = false, in_flight_ = false, time_ = true;
+  bool began_ = false, recording_ = false, in_flight_ = false, time_ = false;
   std::size_t timed_count_ = 0;
   std::vector<label_rec> labels_;
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
