@@ -36,6 +36,10 @@ while [ $# -gt 0 ]; do
         (LD_LIBRARY_PATH=$L timeout 150 stdbuf -oL $B/$bin bench/model_shapes.txt --filter "$2" > $g 2>&1; echo "rc=$?" >> $g)
         echo "== $bin $2"; grep -E "attention|rc=|rror" $g | head -40
       done; shift 2 ;;
+    replay)
+      g=$O/replay-$RANDOM.txt
+      (LD_LIBRARY_PATH=$L timeout 120 stdbuf -oL $B/vk_bench --replay > $g 2>&1; echo "rc=$?" >> $g)
+      echo "== replay"; grep -E "replay|rc=|rror" $g; shift ;;
     *) shift ;;
   esac
 done
