@@ -191,6 +191,20 @@ void gemm_case(vulkan::context& ctx, const char* dt, index_t n, const vulkan::ge
   }
 }
 
+/// Host wall clock (µs, sorted) of submit + wait for `runs` replays of a
+/// recorded stream, after 5 unmeasured ones.
+std::vector<double> replay_wall_us(vulkan::stream& s, int runs) {
+  for (int i = 0; i < 5; ++i) s.run();
+  std::vector<double> wall;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = std::chrono::steady_clock::now();
+    s.run();
+    wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(wall.begin(), wall.end());
+  return wall;
+}
+
 template <std::uint32_t WG>
 void rows_sweep(vulkan::context& ctx, vulkan::device_tensor<float>& x, vulkan::device_tensor<float>& g,
                 vulkan::device_tensor<float>& be, vulkan::device_tensor<float>& y, double gb2) {
@@ -1179,14 +1193,7 @@ int run_bench(int argc, char** argv) {
             if (chain) vulkan::record(s, op::unary<float, fn::neg>{}, i % 2 ? b : a, i % 2 ? a : b);
             else vulkan::record(s, op::unary<float, fn::neg>{}, a, outs[static_cast<std::size_t>(i)]);
           }
-          for (int i = 0; i < 5; ++i) s.run();
-          std::vector<double> wall;
-          for (int i = 0; i < 50; ++i) {
-            const auto t0 = std::chrono::steady_clock::now();
-            s.run();
-            wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-          }
-          std::sort(wall.begin(), wall.end());
+          const auto wall = replay_wall_us(s, 50);
           const double med = wall[wall.size() / 2];
           if (count == 1) t1 = med;
           std::printf("  replay %-11s %-13s %3d dispatches, %3zu barriers: submit+wait median %7.1f us (p10 %7.1f), "
@@ -1254,14 +1261,7 @@ int run_bench(int argc, char** argv) {
       vulkan::record(s, op::unary<float, fn::neg>{}, a, b);
       vulkan::record(s, op::unary<float, fn::neg>{}, b, a);
     }
-    for (int i = 0; i < 5; ++i) s.run();
-    std::vector<double> wall;
-    for (int i = 0; i < 20; ++i) {
-      const auto t0 = std::chrono::steady_clock::now();
-      s.run();
-      wall.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
-    }
-    std::sort(wall.begin(), wall.end());
+    const auto wall = replay_wall_us(s, 20);
     const auto t = s.timings();
     double gpu = 0;
     for (const auto& e : t) gpu += e.ms > 0 ? e.ms : 0;

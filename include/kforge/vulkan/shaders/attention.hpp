@@ -130,8 +130,8 @@ void main() {
 // smaller ones round to f16 subnormals (spacing 2^-24: an error below 2^-19
 // of the block's largest |x|); one subgroup vote and a shared flag decide it,
 // no barrier. Any other block (one with Inf or NaN too), and the Q tile
-// always, is staged times a power of two chosen from its largest finite |x| (a max over the workgroup:
-// two more barriers) so that it lands in [2^14, 2^15): exact for every value
+// always, is staged times a power of two chosen from its largest finite |x|
+// (a max over the workgroup: two more barriers) so that it lands in [2^14, 2^15): exact for every value
 // of at least 2^-28 of the largest, the others within 2^-39 of it. The Q and
 // K scales leave with the scores (folded into the softmax's scale); a scaled
 // V block takes its P·V products alone, each added times the inverse scale.
@@ -199,7 +199,7 @@ uint bf_absmax(uvec4 w) {
 uint bf_absmax_any(uvec4 lo, uvec4 hi) {
   return max(max(max(lo.x, lo.y), max(lo.z, lo.w)), max(max(hi.x, hi.y), max(hi.z, hi.w)) >> 16);
 }
-// This invocation's part of a block: bit 0 if some |x| >= 2^15, bit 1 if some |x| >= 2^-6.
+// This invocation's part of a block: bit 0 if some |x| >= 2^15 (or, from bf_absmax_any, not finite), bit 1 if some |x| >= 2^-6.
 uint bf_flags(uint m) { return (m >= BF_HI ? 1u : 0u) | (m >= BF_LO ? 2u : 0u); }
 // log2 of the scale for a tile whose largest finite |x| has bits m: x < 2^(E-126) for exponent field E.
 int bf_shift(uint m) { return m == 0u ? 0 : clamp(141 - int(m >> 7), -126, 126); }
