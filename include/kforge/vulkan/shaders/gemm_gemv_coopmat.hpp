@@ -9,7 +9,7 @@
 // range (grid z, kf_split_k(BK); all of K without KF_SPLIT). Each subgroup
 // owns NF = BN/WARPS/16 adjacent column fragments and streams its own B block
 // of BK rows × NF·16 columns per step: 16-byte loads into registers
-// (consecutive lanes along a row), prefetched one step ahead, then through the
+// (consecutive lanes along a row), prefetched two steps ahead, then through the
 // subgroup's own area of shared memory (Bs, rows padded by one uvec4) into
 // fragments — no workgroup barrier per step, and each B element is read by
 // one subgroup once. (Fragments loaded from global memory directly ran at a
@@ -88,26 +88,30 @@ void main() {
 #endif
   // This subgroup's B block of BK rows × NF·16 columns at row k: consecutive
   // lanes read consecutive 16 bytes of a row (RW lanes per row), into registers.
-  uvec4 rb[RB];
 #if KF_VEC
-  #define FETCH_B_FAST(k)                                                                    \
+  #define FETCH_B_FAST(rb, k)                                                                \
       [[unroll]] for (uint e = 0; e < RB; ++e) {                                             \
         const uint i = lane + 32 * e;                                                        \
         rb[e] = b_[(((k) + i / RW) * pc.N + n0) / 8 + i % RW];                               \
       }
 #else
-  #define FETCH_B_FAST(k)
+  #define FETCH_B_FAST(rb, k)
 #endif
-  #define FETCH_B(k)                                                                         \
+  #define FETCH_B(rb, k)                                                                     \
     if (full_n && (k) + BK <= kr.y) {                                                        \
-      FETCH_B_FAST(k)                                                                        \
+      FETCH_B_FAST(rb, k)                                                                    \
     } else {                                                                                 \
       [[unroll]] for (uint e = 0; e < RB; ++e) {                                             \
         const uint i = lane + 32 * e;                                                        \
         rb[e] = gather8(false, (k) + i / RW, n0 + (i % RW) * 8, kr.y, pc.N);                 \
       }                                                                                      \
     }
-  if (kr.x < kr.y) { FETCH_B(kr.x) }
+  // Two steps in flight: rb0 holds the even steps of a chunk, rb1 the odd
+  // ones (a chunk of KC columns has an even number of BK steps, so every
+  // chunk starts on rb0; only the last one may end on an even step).
+  uvec4 rb0[RB], rb1[RB];
+  if (kr.x < kr.y) { FETCH_B(rb0, kr.x) }
+  if (kr.x + BK < kr.y) { FETCH_B(rb1, kr.x + BK) }
 
   for (uint c0 = kr.x; c0 < kr.y; c0 += KC) {
     const uint cend = min(kr.y, c0 + KC);
@@ -123,25 +127,30 @@ void main() {
       }
     }
     barrier();
-    for (uint k0 = c0; k0 < cend; k0 += BK) {
-      [[unroll]] for (uint e = 0; e < RB; ++e) {
-        const uint i = lane + 32 * e;
-        Bs[(warp * BK + i / RW) * SB + i % RW] = rb[e];
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();
-      if (k0 + BK < kr.y) { FETCH_B(k0 + BK) }  // the next step's loads fly during this one's products
-      [[unroll]] for (uint u = 0; u < KU; ++u) {
-        F16 fa;
-        coopMatLoadNV(fa, As, (k0 - c0 + u * 16) / 8, SA, false);
-        [[unroll]] for (uint f = 0; f < NF; ++f) {
-          F16 fb;
-          coopMatLoadNV(fb, Bs, (warp * BK + u * 16) * SB + f * 2, SB, false);
-          acc[f] = coopMatMulAddNV(fa, fb, acc[f]);
-        }
-      }
-      subgroupMemoryBarrierShared();
-      subgroupBarrier();  // Bs is rewritten by the next step
+    // One step: this subgroup's B block (registers rb) -> its shared area,
+    // the loads of the step two ahead into rb, the products.
+    #define STEP(rb, k0)                                                                       \
+      [[unroll]] for (uint e = 0; e < RB; ++e) {                                               \
+        const uint i = lane + 32 * e;                                                          \
+        Bs[(warp * BK + i / RW) * SB + i % RW] = rb[e];                                        \
+      }                                                                                        \
+      subgroupMemoryBarrierShared();                                                           \
+      subgroupBarrier();                                                                       \
+      if ((k0) + 2 * BK < kr.y) { FETCH_B(rb, (k0) + 2 * BK) }                                \
+      [[unroll]] for (uint u = 0; u < KU; ++u) {                                               \
+        F16 fa;                                                                                \
+        coopMatLoadNV(fa, As, ((k0) - c0 + u * 16) / 8, SA, false);                            \
+        [[unroll]] for (uint f = 0; f < NF; ++f) {                                             \
+          F16 fb;                                                                              \
+          coopMatLoadNV(fb, Bs, (warp * BK + u * 16) * SB + f * 2, SB, false);                 \
+          acc[f] = coopMatMulAddNV(fa, fb, acc[f]);                                            \
+        }                                                                                      \
+      }                                                                                        \
+      subgroupMemoryBarrierShared();                                                           \
+      subgroupBarrier(); /* Bs is rewritten by the next step */
+    for (uint k0 = c0; k0 < cend; k0 += 2 * BK) {
+      STEP(rb0, k0)
+      if (k0 + BK < cend) { STEP(rb1, k0 + BK) }
     }
   }
 
