@@ -58,6 +58,10 @@ while [ $# -gt 0 ]; do
         (LD_LIBRARY_PATH=$L timeout 100 stdbuf -oL $B/$bin --gemm-shapes --f16 $2 > $g 2>&1; echo "rc=$?" >> $g)
         echo "== $bin"; grep -E "f16.*default|rc=|rror" $g
       done; shift 2 ;;
+    gsweep)
+      g=$O/gsweep-$RANDOM.txt
+      (LD_LIBRARY_PATH=$L timeout $2 stdbuf -oL $B/vk_bench --gemm-sweep --f16 $3 > $g 2>&1; echo "rc=$?" >> $g)
+      echo "== gsweep"; grep -E "default|rc=|rror" $g; for s in $3; do grep "gemv_coopmat" $g | grep "_${s} " | awk '{for(i=1;i<=NF;i++) if($i=="ms") print $(i-1), $0}' | sort -n | head -8; done; shift 3 ;;
     *) shift ;;
   esac
 done
