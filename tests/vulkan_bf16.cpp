@@ -323,6 +323,11 @@ TEST_CASE("bf16 never takes the f16-only cooperative-matrix kernels; coopmat2 wh
   const auto dec = K::gemm(d, dtype::bf16, 1, 4096, 4096);
   CHECK(dec.kernel == gemm_kernel::gemv);
   CHECK(dec.tn == 8);
+  const auto short_k = K::gemm(d, dtype::bf16, 1, 50257, 768);  // a short K: 4 columns per invocation, split 2
+  CHECK(short_k.kernel == gemm_kernel::gemv);
+  CHECK(short_k.tn == 4);
+  CHECK(short_k.bn == 256);
+  CHECK(short_k.splits == 2);
   CHECK(vulkan::knobs<policy::coopmat<true>>::gemm(d, dtype::bf16, 1, 4096, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(vulkan::knobs<policy::coopmat<false>>::gemm(d, dtype::bf16, 4096, 4096, 4096).kernel == gemm_kernel::tiled);
   for (const auto& c : vulkan::gemm_configs(d, dtype::bf16)) CHECK(c.kernel != gemm_kernel::coopmat_f16);

@@ -269,6 +269,14 @@ inline constexpr std::uint64_t gemv_max_m_coopmat = 4;
 /// 1×4096×4096 f32 ran 0.035–0.036 ms at 128–256 workgroups and 0.041 at
 /// 512; 1×14336×4096 f32 0.089 ms at 224, 0.093 at 448.
 inline constexpr std::uint64_t gemv_fill = 192;
+/// Longest K at which 16-bit gemv takes 4 columns per invocation (256 per
+/// workgroup) rather than 8, and splits K towards twice gemv_fill: a short K
+/// leaves a lane few steps, and more workgroups keep more loads in flight
+/// (H200, vk_bench --gemm-sweep --f16, docs/bench/h200-2026-11-29-gemv-prefetch2/,
+/// the one shape timed: 1×50257×768, GPT-2's vocabulary, 0.0350 ms with 4
+/// columns split 2 (this rule's pick), 0.0522 with 8 split 2 (the rule
+/// before), 0.0783 with 8 unsplit).
+inline constexpr std::uint64_t gemv_short_k = 1024;
 /// Least K steps (lanes per column group × bk rows) per lane in a gemv split:
 /// 8×4096×4096 f16 ran 0.038 ms split 16 (8 steps), 0.053 split 32 (4 steps).
 inline constexpr std::uint64_t gemv_min_steps = 8;
@@ -323,12 +331,14 @@ inline std::uint32_t splits_to_fill(std::uint64_t blocks, std::uint64_t k, std::
 /// The gemv config the default runs for an m×n×k gemm (few rows in mind; any m works).
 inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   // 4 lanes per column group of 256 invocations; f16: 8 columns (one
-  // 16-byte load) per invocation, f32: 4 (gemv 1×14336×4096 f16 0.052 ms
-  // with 8, 0.057 with 4). bf16 takes f16's: the same bytes per load (not
-  // timed on its own yet).
+  // 16-byte load) per invocation where K > gemv_short_k, f32: 4 (gemv
+  // 1×14336×4096 f16 0.052 ms with 8, 0.057 with 4). bf16 takes f16's: the
+  // same bytes per load (not timed on its own yet).
   gemm_config c{gemm_kernel::gemv, 1, 256, 8, 0, 4, 8, 0, 0, 1};
   c.bm = detail::pow2_at_least(std::min<std::uint64_t>(std::max<std::uint64_t>(m, 1), 16));
-  c.tn = (dt == dtype::f16 || dt == dtype::bf16) && c.bm <= 8 ? 8 : 4;
+  const bool wide = dt == dtype::f16 || dt == dtype::bf16;  // 16-bit elements
+  const bool short_k = wide && k <= gemv_short_k;
+  c.tn = wide && c.bm <= 8 && !short_k ? 8 : 4;
   c.bk = c.bm <= 8 ? 8 : 4;
   // f32 with 5–8 rows: 16 rows of B per lane step (vk_bench --gemm-sweep on the H100,
   // docs/bench/h100-2026-11-24-run2/sweep8.txt: 8×128256×4096 0.95 ms against 1.43 with 8,
@@ -336,7 +346,7 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   if (dt == dtype::f32 && c.bm == 8) c.bk = 16;
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
-  c.splits = detail::splits_to_fill(blocks, k, gemv_fill, gemv_min_steps * gemm_k_step(c));
+  c.splits = detail::splits_to_fill(blocks, k, short_k ? 2 * gemv_fill : gemv_fill, gemv_min_steps * gemm_k_step(c));
   return c;
 }
 
