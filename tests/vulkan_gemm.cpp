@@ -212,6 +212,15 @@ TEST_CASE_TEMPLATE("vulkan gemv and split-K pass the validation suite at the dec
         ++suites;
       }
     }
+  // gemv_coopmat's vector path over several chunks of A, the last one with an
+  // odd number of K steps (its B registers alternate between two sets by step):
+  // K = 776 is 3 chunks of 256 and 8 columns, or 512 and 264 with 32-row steps.
+  for (const index_t m : {8, 16})
+    for (const auto& cfg : forced) {
+      if (cfg.kernel != vulkan::gemm_kernel::gemv_coopmat || !vulkan::gemm_config_check(d, dt, cfg).empty()) continue;
+      suite_case(*ctx, dt, m, 96, 776, epilogues[next_e++ % std::size(epilogues)], 1.0f, 0.0f, &cfg);
+      ++suites;
+    }
   MESSAGE(suites << " suites of 10 cases");
   CHECK(next_e >= std::size(epilogues));  // every epilogue ran at least once
   KFT_NO_VALIDATION_MESSAGES();

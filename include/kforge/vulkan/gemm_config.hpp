@@ -205,8 +205,10 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
     if (c.tm != 1 && c.tm != 2 && c.tm != 4) return "gemv_coopmat: A chunk (tm) " + n(c.tm) + " is not 1, 2 or 4 times 256";
     if (!c.warps || c.bn % (16 * c.warps) || c.bn / (16 * c.warps) > 8)
       return "gemv_coopmat: " + n(c.bn) + " columns are not 1 to 8 fragments for each of " + n(c.warps) + " subgroups";
-    if (c.bk / 16 * (c.bn / (16 * c.warps)) > 16)
-      return "gemv_coopmat: " + n(c.bk / 16 * (c.bn / (16 * c.warps))) + " B fragments per subgroup and step exceed 16 (registers)";
+    // B is held two steps ahead in registers: 2 × 8 fragments is 64 registers a lane.
+    if (c.bk / 16 * (c.bn / (16 * c.warps)) > 8)
+      return "gemv_coopmat: " + n(c.bk / 16 * (c.bn / (16 * c.warps))) +
+             " B fragments per subgroup and step exceed 8 (registers: two steps are in flight)";
   } else if (c.kernel == gemm_kernel::gemv) {
     if (!(d.subgroup_ops & VK_SUBGROUP_FEATURE_SHUFFLE_BIT)) return "gemv needs subgroup shuffles";
     if (!c.warps) return "no subgroups";
