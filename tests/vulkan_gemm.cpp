@@ -100,7 +100,7 @@ TEST_CASE_TEMPLATE("vulkan every gemm config matches eigen", T, float, half, bfl
     }
     if (cfg.kernel == vulkan::gemm_kernel::gemv && ((cfg.splits != 1 && cfg.splits != 16) || (cpu && cfg.bm * cfg.tn > 32)))
       continue;
-    if (cfg.kernel == vulkan::gemm_kernel::gemv_coopmat && cfg.splits != 1 && cfg.splits != 16) continue;
+    if (cfg.kernel == vulkan::gemm_kernel::gemv_coopmat && cfg.splits != 1 && cfg.splits != 8 && cfg.splits != 16) continue;
     // coopmat2 pipelines take seconds each to build on the H100: its tiles with K step 32, the
     // default unrolling and tile order, unsplit or split in 2 (vk_bench --coopmat2 checks the rest).
     if (cfg.kernel == vulkan::gemm_kernel::coopmat2 &&
@@ -295,7 +295,14 @@ TEST_CASE("vulkan gemm: the default picks its kernel per shape class") {
       CAPTURE(m);
       CHECK(c.kernel == gemm_kernel::gemv_coopmat);
       CHECK(c.bm == 16);
-      CHECK(c.splits == 16);  // 16 column blocks of 256, split towards 200 workgroups, 256 deep
+      // 16 column blocks of 256: a thin grid, 32 rows of B per step, 512-deep chunks of A, split
+      // towards 128 workgroups.
+      CHECK(c.splits == 8);
+      CHECK(c.bk == 32);
+      CHECK(c.tm == 2);
+      const auto wide = K0::gemm(d, dt, m, 14336, 4096);  // 56 column blocks: 16 rows a step, towards 200
+      CHECK(wide.bk == 16);
+      CHECK(wide.splits == 4);
       CHECK(K0::gemm(d, dt, m, 128256, 4096).splits == 1);  // 501 column blocks fill the device
     }
     // Else, up to 32: 32-row tiles split along K (16 and 17 alike).

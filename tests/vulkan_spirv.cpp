@@ -435,6 +435,24 @@ TEST_CASE("gemv_coopmat configs: checked, and the default for f16 decode rows pa
   CHECK(cfg(dtype::f16, 8, 28672, 8192).splits == 2);
   CHECK(cfg(dtype::f16, 8, 128256, 4096).splits == 1);
   CHECK(cfg(dtype::f16, 8, 64, 256).splits == 1);  // K of one chunk: no split
+  // A thin grid (16 column blocks): 32 rows of B a step, 512-deep chunks, towards 128 workgroups.
+  const gemm_config thin = cfg(dtype::f16, 8, 4096, 4096);
+  CHECK(thin.kernel == gemm_kernel::gemv_coopmat);
+  CHECK(thin.bk == 32);
+  CHECK(thin.tm == 2);
+  CHECK(thin.splits == 8);
+  CHECK(vulkan::gemm_config_check(h100, dtype::f16, thin).empty());
+  CHECK(cfg(dtype::f16, 8, 4096, 1024).bk == 16);  // 512-deep splits reach 32 workgroups: the rule before
+  CHECK(cfg(dtype::f16, 8, 4096, 1024).splits == 4);
+  CHECK(cfg(dtype::f16, 8, 1024, 4096).bk == 16);
+  CHECK(cfg(dtype::f16, 8, 1024, 4096).splits == 16);
+  // One row splits K down to one lane step (32 rows of B) where K holds 8 steps; more rows keep 8.
+  CHECK(cfg(dtype::f16, 1, 2304, 768).kernel == gemm_kernel::gemv);
+  CHECK(cfg(dtype::f16, 1, 2304, 768).splits == 16);  // 9 column blocks towards 384 workgroups
+  CHECK(cfg(dtype::f16, 1, 768, 3072).splits == 64);  // 2 column blocks of 512 towards 192
+  CHECK(cfg(dtype::f16, 2, 2304, 768).splits == 2);
+  CHECK(cfg(dtype::f16, 1, 4096, 128).splits == 1);  // K of 4 steps: not split
+  CHECK(cfg(dtype::f32, 1, 4096, 4096).splits == 16);  // 16 column blocks: 256 workgroups, 8 steps deep as before
   CHECK(cfg(dtype::f16, 17, 14336, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(cfg(dtype::bf16, 8, 14336, 4096).kernel == gemm_kernel::coopmat2);
   CHECK(cfg(dtype::bf16, 8, 14336, 4096).splits == 8);  // the 32-row tile's 112 columns towards 896 workgroups

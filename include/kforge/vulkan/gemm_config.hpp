@@ -279,8 +279,13 @@ inline constexpr std::uint64_t gemv_fill = 192;
 /// columns split 2 (this rule's pick), 0.0522 with 8 split 2 (the rule
 /// before), 0.0783 with 8 unsplit).
 inline constexpr std::uint64_t gemv_short_k = 1024;
-/// Least K steps (lanes per column group × bk rows) per lane in a gemv split:
-/// 8×4096×4096 f16 ran 0.038 ms split 16 (8 steps), 0.053 split 32 (4 steps).
+/// Least K steps (lanes per column group × bk rows) per lane in a gemv split
+/// of several rows: 8×4096×4096 f16 ran 0.038 ms split 16 (8 steps), 0.053
+/// split 32 (4 steps). One row, where K holds that many steps, splits down to one step: a lane's step is
+/// then one load and a few products, and more workgroups keep more loads in
+/// flight (H200, vk_bench --gemm-sweep --f16, docs/bench/h200-2026-11-29-thin/:
+/// 1×2304×768 0.0047 ms split 16 against 0.0116 split 2, 1×3072×768 0.0049
+/// against 0.0116, 1×768×3072 0.0059 split 64 against 0.0112 split 8).
 inline constexpr std::uint64_t gemv_min_steps = 8;
 
 /// gemv_coopmat (f16, gemv_max_m_coopmat < M <= 16 where coopmat_f16 runs):
@@ -293,6 +298,18 @@ inline constexpr std::uint64_t gemv_min_steps = 8;
 /// 32 rows of B per step, 2 or 8 subgroups and 8 fragments each within 5 %.
 inline constexpr std::uint64_t gemv_coopmat_fill = 200;
 inline constexpr std::uint64_t gemv_coopmat_max_m = 16;
+/// A thin gemv_coopmat grid (fewer than gemv_coopmat_fill / 4 column blocks:
+/// N < 12800) takes 32 rows of B per step and 512-deep chunks of A, and is
+/// split only to gemv_coopmat_thin_fill workgroups: with two steps of B in
+/// flight (the shader's prefetch) fewer, deeper splits keep as many loads
+/// in flight with half the partial sums. Where 512-deep splits cannot reach
+/// that many workgroups (8×1024×4096: 32), the rule before runs. H200,
+/// `vk_bench --gemm-shapes --f16`, this rule against the one before
+/// (docs/bench/h200-2026-11-29-thin/): 8×4096×4096 0.0133 ms against
+/// 0.0165, 5×4096×4096 0.0127 / 0.0140, 16×4096×4096 0.0162–0.0169 /
+/// 0.0224–0.0228, 8×6144×4096 0.0305 / 0.0332, 16×4096×14336 0.0476 /
+/// 0.0528, 16×2048×8192 0.0165 / 0.0227; but 8×1024×4096 0.0125 / 0.0107.
+inline constexpr std::uint64_t gemv_coopmat_thin_fill = 128;
 
 /// When a tile kernel's grid fills the device, and how far to split K otherwise.
 struct tile_fill {
@@ -348,7 +365,9 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   if (dt == dtype::f32 && c.bm == 8) c.bk = 16;
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
-  c.splits = detail::splits_to_fill(blocks, k, short_k ? 2 * gemv_fill : gemv_fill, gemv_min_steps * gemm_k_step(c));
+  const std::uint64_t step = gemm_k_step(c);
+  const bool one_step = c.bm == 1 && k >= gemv_min_steps * step;  // one row, K worth splitting at all
+  c.splits = detail::splits_to_fill(blocks, k, short_k ? 2 * gemv_fill : gemv_fill, (one_step ? 1 : gemv_min_steps) * step);
   return c;
 }
 
@@ -356,7 +375,14 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
 inline gemm_config gemv_coopmat_default_config(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
   gemm_config c{gemm_kernel::gemv_coopmat, 16, 256, 16, 1, 0, 4, 0, 0, 1};
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
-  c.splits = detail::splits_to_fill(blocks, k, gemv_coopmat_fill, 256);
+  const std::uint32_t thin_splits = detail::splits_to_fill(blocks, k, gemv_coopmat_thin_fill, 512);
+  if (4 * blocks < gemv_coopmat_fill && blocks * thin_splits >= gemv_coopmat_thin_fill) {  // see gemv_coopmat_thin_fill
+    c.bk = 32;
+    c.tm = 2;
+    c.splits = thin_splits;
+  } else {
+    c.splits = detail::splits_to_fill(blocks, k, gemv_coopmat_fill, 256);
+  }
   return c;
 }
 
@@ -530,9 +556,10 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
   // gemv_coopmat: subgroups × column fragments each × B rows per step × splits.
   for (auto [w, nf, bk] : std::initializer_list<std::array<std::uint32_t, 3>>{
            {4, 4, 16}, {4, 4, 32}, {4, 2, 32}, {4, 8, 16}, {4, 2, 64}, {8, 2, 32}, {2, 4, 32}})
-    for (std::uint32_t s : {1u, 2u, 4u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 16 * nf * w, bk, 1, 0, w, 0, 0, s});
+    for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 16 * nf * w, bk, 1, 0, w, 0, 0, s});
   for (std::uint32_t kc : {2u, 4u})
-    for (std::uint32_t s : {1u, 2u, 4u}) add({gemm_kernel::gemv_coopmat, 16, 256, 16, kc, 0, 4, 0, 0, s});
+    for (std::uint32_t bk : {16u, 32u})
+      for (std::uint32_t s : {1u, 2u, 4u, 8u}) add({gemm_kernel::gemv_coopmat, 16, 256, bk, kc, 0, 4, 0, 0, s});
   // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
   for (std::uint32_t bm : {1u, 2u, 4u, 8u})
     for (auto [tn, kl] : std::initializer_list<std::array<std::uint32_t, 2>>{{4, 4}, {4, 8}, {8, 4}})
