@@ -244,7 +244,8 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
 // Decode (M <= gemv_max_m, or gemv_max_m_coopmat for f16 on cooperative
 // matrices, and for bf16 on coopmat2, not timed there yet): gemv, bm the next
 // power of two >= M (B is streamed once), K split until the grid has gemv_fill
-// workgroups, each split at least gemv_min_steps K steps deep. 1×14336×4096
+// workgroups, each split at least gemv_min_steps K steps deep (one step for
+// one row; gemv_coopmat: see its constants below). 1×14336×4096
 // f32 reads B at 2627 GB/s (92 % of the 2860 GB/s copy), 1×128256×4096 at
 // 2880; f16 2250 and 2940. gemv past 8 rows loses to the 32-row tile kernels
 // split along K (16×4096×14336: gemv at best 0.213 ms f32 / 0.164 ms f16,
