@@ -4,6 +4,7 @@
 // broken modules it must refuse; the coopmat2 configs and defaults on a
 // device that lists workgroup-scope matrices (an H100's properties, since
 // lavapipe has none; the kernel itself runs in vulkan_gemm on such a device).
+#include <algorithm>
 #include <spirv-tools/libspirv.hpp>
 
 #include <limits>
@@ -442,6 +443,25 @@ TEST_CASE("gemv_coopmat configs: checked, and the default for f16 decode rows pa
   CHECK(thin.tm == 2);
   CHECK(thin.splits == 8);
   CHECK(vulkan::gemm_config_check(h100, dtype::f16, thin).empty());
+  {  // The tuner's list holds the thin default (so its search starts from it), at 16 splits too.
+    const auto list = vulkan::gemm_configs(h100, dtype::f16);
+    gemm_config thin16 = thin;
+    thin16.splits = 16;
+    auto listed = [&](const gemm_config& c) {
+      return std::any_of(list.begin(), list.end(), [&](const gemm_config& x) { return x.str() == c.str(); });
+    };
+    CHECK(listed(thin));
+    CHECK(listed(thin16));
+  }
+  {  // A device whose shared memory does not take the thin config (~39 KiB) runs the rule before.
+    vulkan::device_info small = h100;
+    small.max_shared_memory = 32768;
+    const gemm_config c = vulkan::gemm_default_config(small, dtype::f16, 8, 4096, 4096);
+    CHECK(c.kernel == gemm_kernel::gemv_coopmat);
+    CHECK(c.bk == 16);
+    CHECK(c.tm == 1);
+    CHECK(c.splits == 16);
+  }
   CHECK(cfg(dtype::f16, 8, 4096, 1024).bk == 16);  // 512-deep splits reach 32 workgroups: the rule before
   CHECK(cfg(dtype::f16, 8, 4096, 1024).splits == 4);
   CHECK(cfg(dtype::f16, 8, 1024, 4096).bk == 16);

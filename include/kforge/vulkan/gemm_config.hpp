@@ -300,7 +300,7 @@ inline constexpr std::uint64_t gemv_min_steps = 8;
 inline constexpr std::uint64_t gemv_coopmat_fill = 200;
 inline constexpr std::uint64_t gemv_coopmat_max_m = 16;
 /// A thin gemv_coopmat grid (fewer than gemv_coopmat_fill / 4 column blocks:
-/// N < 12800) takes 32 rows of B per step and 512-deep chunks of A, and is
+/// N <= 12544) takes 32 rows of B per step and 512-deep chunks of A, and is
 /// split only to gemv_coopmat_thin_fill workgroups: with two steps of B in
 /// flight (the shader's prefetch) fewer, deeper splits keep as many loads
 /// in flight with half the partial sums. Where 512-deep splits cannot reach
@@ -343,6 +343,7 @@ inline std::uint32_t pow2_at_least(std::uint64_t v) {
 /// to `fill`, each split at least `min_k` deep (1 where K is too short).
 inline std::uint32_t splits_to_fill(std::uint64_t blocks, std::uint64_t k, std::uint64_t fill, std::uint64_t min_k) {
   std::uint32_t s = 1;
+  if (blocks == 0) return s;  // an empty output: nothing to fill
   while (blocks * s < fill && 2ull * s <= gemm_max_splits && k / (2ull * s) >= min_k) s *= 2;
   return s;
 }
@@ -367,17 +368,20 @@ inline gemm_config gemv_default_config(dtype dt, std::uint64_t m, std::uint64_t 
   c.bn = 256 / 4 * c.tn;
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
   const std::uint64_t step = gemm_k_step(c);
-  const bool one_step = c.bm == 1 && k >= gemv_min_steps * step;  // one row, K worth splitting at all
+  // One row, K worth splitting at all (8 steps: 256 rows of B; timed from K = 768 up).
+  const bool one_step = c.bm == 1 && k >= gemv_min_steps * step;
   c.splits = detail::splits_to_fill(blocks, k, short_k ? 2 * gemv_fill : gemv_fill, (one_step ? 1 : gemv_min_steps) * step);
   return c;
 }
 
 /// The gemv_coopmat config the default runs for an m×n×k gemm (few rows in mind; any m works).
-inline gemm_config gemv_coopmat_default_config(std::uint64_t m, std::uint64_t n, std::uint64_t k) {
+/// thin = false: the rule before gemv_coopmat_thin_fill (16 rows of B a step, 256-deep chunks),
+/// for a device that does not take the thin config (its shared memory).
+inline gemm_config gemv_coopmat_default_config(std::uint64_t m, std::uint64_t n, std::uint64_t k, bool thin = true) {
   gemm_config c{gemm_kernel::gemv_coopmat, 16, 256, 16, 1, 0, 4, 0, 0, 1};
   const std::uint64_t blocks = ((n + c.bn - 1) / c.bn) * ((m + c.bm - 1) / c.bm);
   const std::uint32_t thin_splits = detail::splits_to_fill(blocks, k, gemv_coopmat_thin_fill, 512);
-  if (4 * blocks < gemv_coopmat_fill && blocks * thin_splits >= gemv_coopmat_thin_fill) {  // see gemv_coopmat_thin_fill
+  if (thin && 4 * blocks < gemv_coopmat_fill && blocks * thin_splits >= gemv_coopmat_thin_fill) {  // see gemv_coopmat_thin_fill
     c.bk = 32;
     c.tm = 2;
     c.splits = thin_splits;
@@ -499,8 +503,10 @@ inline gemm_config gemm_default_config(const device_info& d, dtype dt, std::uint
     if (gemm_config_check(d, dt, g).empty()) return g;
   }
   if (allow_coopmat && dt == dtype::f16 && m <= gemv_coopmat_max_m) {
-    const gemm_config g = gemv_coopmat_default_config(m, n, k);
-    if (gemm_config_check(d, dt, g).empty()) return g;
+    for (const bool thin : {true, false}) {
+      const gemm_config g = gemv_coopmat_default_config(m, n, k, thin);
+      if (gemm_config_check(d, dt, g).empty()) return g;
+    }
   }
   return gemm_tile_default_config(d, dt, m, n, k, allow_coopmat);
 }
@@ -558,9 +564,10 @@ inline std::vector<gemm_config> gemm_configs(const device_info& d, dtype dt) {
   for (auto [w, nf, bk] : std::initializer_list<std::array<std::uint32_t, 3>>{
            {4, 4, 16}, {4, 4, 32}, {4, 2, 32}, {4, 8, 16}, {4, 2, 64}, {8, 2, 32}, {2, 4, 32}})
     for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 16 * nf * w, bk, 1, 0, w, 0, 0, s});
-  for (std::uint32_t kc : {2u, 4u})
-    for (std::uint32_t bk : {16u, 32u})
-      for (std::uint32_t s : {1u, 2u, 4u, 8u}) add({gemm_kernel::gemv_coopmat, 16, 256, bk, kc, 0, 4, 0, 0, s});
+  // Deeper chunks of A: 512 with 16 or 32 rows of B a step (the thin default's), 1024 with 16
+  // (1024 with 32 needs 55 KiB of shared memory).
+  for (auto [kc, bk] : std::initializer_list<std::array<std::uint32_t, 2>>{{2, 16}, {2, 32}, {4, 16}})
+    for (std::uint32_t s : {1u, 2u, 4u, 8u, 16u}) add({gemm_kernel::gemv_coopmat, 16, 256, bk, kc, 0, 4, 0, 0, s});
   // gemv: rows per workgroup × (columns per invocation, lanes per column group) × splits.
   for (std::uint32_t bm : {1u, 2u, 4u, 8u})
     for (auto [tn, kl] : std::initializer_list<std::array<std::uint32_t, 2>>{{4, 4}, {4, 8}, {8, 4}})
