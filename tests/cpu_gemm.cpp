@@ -132,10 +132,13 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
   const gemm_case cases[] = {{300, 300, 300, layout::row, layout::row, layout::row},
                              {1500, 40, 200, layout::row, layout::row, layout::row},
                              {20, 1500, 200, layout::row, layout::row, layout::row},
+                             {32, 1100, 300, layout::row, layout::row, layout::row},  // skinny up to 32 rows, a right edge
+                             {33, 1100, 300, layout::row, layout::row, layout::row},  // the packed path again
                              {4, 2000, 500, layout::row, layout::row, layout::row}};
   for (const auto& gc : cases) {
     check_gemm<policy::threaded<>, float, epilogue::bias_gelu>(gc, 1.0f, 0.0f, 80);
     check_gemm<policy::threaded<>, half, epilogue::bias_relu>(gc, 1.0f, 0.5f, 81);
+    check_gemm<policy::blocked<>, bfloat16, epilogue::gelu>(gc, 0.5f, 1.0f, 82);
   }
 }
 

@@ -35,7 +35,13 @@ void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
   if constexpr (E::has_bias) ep.bias = bias_f32(g.bias, g.n);
   const matrix_source<T> a{g.a.data, g.a.stride(0), g.a.stride(1)};
   const matrix_source<T> b{g.b.data, g.b.stride(0), g.b.stride(1)};
-  if (g.m <= 8 && (g.n <= 1 || g.b.stride(1) == 1)) {
+  // Row-major B with few rows of A streams B unpacked (gemm_skinny): up to 8
+  // rows always, up to 32 where B is wide. Packing B costs a read and a write
+  // of it per call, which 9-32 rows do not repay: M × 4096 × 4096 f32 on a
+  // 2-core Zen 4 (2026-11-29, docs/PERFORMANCE.md) ran 1.25-1.8x faster
+  // threaded and 1.2-1.75x on one thread at M = 12-32; M = 48 and 64 were
+  // not faster, and narrow B (48³: 4 → 15 µs) pays the scalar right edge.
+  if ((g.m <= 8 || (g.m <= 32 && g.n >= 1024)) && (g.n <= 1 || g.b.stride(1) == 1)) {
     gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, C::threads());
     return;
   }
