@@ -470,7 +470,8 @@ KFORGE_CPU_INLINE typename S::reg load_b(const TB* p) {
 
 /// acc[R][NV·W] += A[R × kb] · B[kb × NV·W], reading row-major B in place and
 /// the accumulators from/to `acc` (ld lda_acc). For M ≤ 8 the product is
-/// bound by reading B once; packing it would read and write B a second time.
+/// bound by reading B once; packing it would read and write B a second time
+/// (gemm_compute also sends up to 32 rows here over a wide B).
 template <class S, int R, int NV, class TB>
 void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t acs, const TB* __restrict b,
                    index_t ldb, float* __restrict acc, index_t ldacc) {
@@ -500,7 +501,8 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
     for (int v = 0; v < NV; ++v) S::store(acc + r * ldacc + v * W, c[r][v]);
 }
 
-/// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once).
+/// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once;
+/// gemm_compute also sends up to 32 rows over a wide B on AVX-512).
 /// Threads split K: each task takes a contiguous range of B's rows and reads
 /// them in bands of KB full rows (KB sequential streams the hardware
 /// prefetchers follow), accumulating into its own f32 partial sums (m × N,
@@ -523,7 +525,11 @@ void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const matrix_source<flo
   // wake-up), at most two per thread (dynamic claiming).
   const double b_bytes = static_cast<double>(k) * static_cast<double>(n) * sizeof(T);
   const index_t most = std::max<index_t>(1, std::min<index_t>(2 * std::max(nthreads, 1), (k + KB - 1) / KB));
-  const index_t nt = std::clamp<index_t>(static_cast<index_t>(b_bytes / (512.0 * 1024)), 1, most);
+  // Each task writes m × N partial sums that the finishing pass reads back:
+  // at most a quarter of B's bytes in all (binds with many rows or threads).
+  const double part_bytes = 2.0 * 4.0 * static_cast<double>(m) * static_cast<double>(n);
+  const index_t by_part = std::max<index_t>(1, static_cast<index_t>(b_bytes / (4.0 * std::max(part_bytes, 1.0))));
+  const index_t nt = std::clamp<index_t>(static_cast<index_t>(b_bytes / (512.0 * 1024)), 1, std::min(most, by_part));
   // Columns per pass over a task's rows: its partial sums (m × nb floats, 256 KiB) stay in L2.
   const index_t nb = std::max<index_t>(CW, (index_t{256 * 1024 / 4} / std::max<index_t>(m, 1)) / CW * CW);
   float* part = scratch<tag_work>(static_cast<std::size_t>(std::max<index_t>(nt * m * ldp, 1)));
