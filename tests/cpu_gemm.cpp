@@ -118,8 +118,7 @@ TEST_CASE_TEMPLATE("cpu gemm: odd shapes and layouts match the Eigen reference",
 TEST_CASE_TEMPLATE("cpu gemm: every fused epilogue, alpha and beta", T, float, half, bfloat16) {
   // One shape that needs edge tiles, the skinny path and several KC blocks.
   for (const gemm_case& gc : {gemm_case{45, 70, 40, layout::row, layout::row, layout::row},
-                              gemm_case{6, 100, 50, layout::row, layout::row, layout::col},
-                              gemm_case{20, 1040, 24, layout::row, layout::row, layout::col}}) {  // 9-32 rows unpacked
+                              gemm_case{6, 100, 50, layout::row, layout::row, layout::col}}) {
     all_epilogues<policy::blocked<>, T>(gc, 50);
     all_epilogues<threaded_small, T>(gc, 60);
   }
@@ -133,15 +132,15 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
   const gemm_case cases[] = {{300, 300, 300, layout::row, layout::row, layout::row},
                              {1500, 40, 200, layout::row, layout::row, layout::row},
                              {20, 1500, 200, layout::row, layout::row, layout::row},
-                             // Up to 32 rows over N > 1024 stream B unpacked (AVX-512 builds): a right edge,
-                             // column-major and strided C and A, 9 rows (groups 8 + 1), 15 (8 + 4 + 2 + 1),
-                             // B of several tasks' K ranges; N = 1024 and 33 rows take the packed path.
-                             {32, 1100, 300, layout::row, layout::row, layout::row},
-                             {9, 1100, 300, layout::col, layout::row, layout::col},
-                             {15, 1025, 64, layout::strided, layout::row, layout::strided},
-                             {24, 2048, 600, layout::row, layout::row, layout::row},
-                             {30, 1024, 200, layout::row, layout::row, layout::row},
-                             {33, 1100, 300, layout::row, layout::row, layout::row},
+                             // Up to 32 rows over N > 1024, K ≥ 4096 stream B unpacked (AVX-512 builds): a
+                             // right edge, column-major and strided C and A, 9 rows (groups 8 + 1), 15
+                             // (8 + 4 + 2 + 1); N = 1024, K = 4095 and 33 rows take the packed path.
+                             {32, 1100, 4096, layout::row, layout::row, layout::row},
+                             {9, 1100, 4096, layout::col, layout::row, layout::col},
+                             {15, 1025, 4096, layout::strided, layout::row, layout::strided},
+                             {30, 1024, 4096, layout::row, layout::row, layout::row},
+                             {32, 1100, 4095, layout::row, layout::row, layout::row},
+                             {33, 1100, 4096, layout::row, layout::row, layout::row},
                              {4, 2000, 500, layout::row, layout::row, layout::row}};
   for (const auto& gc : cases) {
     check_gemm<policy::threaded<>, float, epilogue::bias_gelu>(gc, 1.0f, 0.0f, 80);
@@ -153,8 +152,8 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
 TEST_CASE_TEMPLATE("cpu gemm: NaN propagates; beta == 0 does not read C", P, policy::blocked<>, policy::threaded<>,
                    blocked_small) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
-  for (const auto [m, n] : {std::pair<index_t, index_t>{5, 37}, {40, 37}, {20, 1030}}) {  // skinny, packed, 9-32 rows
-    const index_t k = 20;
+  // Skinny, packed, 9-32 rows unpacked.
+  for (const auto& [m, n, k] : {std::tuple<index_t, index_t, index_t>{5, 37, 20}, {40, 37, 20}, {20, 1030, 4096}}) {
     auto a = make<float>(shape{m, k}, layout::row);
     auto b = make<float>(shape{k, n}, layout::row);
     auto c = make<float>(shape{m, n}, layout::row);

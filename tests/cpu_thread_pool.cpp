@@ -172,9 +172,9 @@ TEST_CASE("threaded gemm with 1, 2 and 9 threads matches the Eigen reference") {
     check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(s, s + 7, s - 5, 12);
   }
   // Tall-skinny and short-wide grids (tasks split N as well as M), and few rows over a wide B
-  // (13 × 2000: unpacked, K split into tasks) and decode rows.
-  check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(13, 1000, 150, 16);
+  // (13 × 2000 × 4096: unpacked, K split into tasks) and decode rows.
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(13, 2000, 150, 13);
+  check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(13, 2000, 4096, 16);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(2000, 13, 150, 14);
   check_gemm<policy::threaded<policy::blocked<>, policy::threads<9>>>(4, 3000, 500, 15);
 }

@@ -2,7 +2,8 @@
 //
 // M ≤ 8 with row-major B takes the unpacked skinny path (LLM decoding shapes:
 // bound by reading B once; half/bfloat16 B is converted in registers as it
-// streams), and so does M ≤ 32 over a wide row-major B (N > 1024) on AVX-512;
+// streams), and so does M ≤ 32 over a wide, deep row-major B (N > 1024,
+// K ≥ 4096) on AVX-512;
 // everything else runs the packed driver of cpu/gemm_kernel.hpp. Bias is converted to f32 once per call; the epilogue
 // is applied in the micro-kernel's write-back.
 #pragma once
@@ -37,22 +38,23 @@ void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
   const matrix_source<T> a{g.a.data, g.a.stride(0), g.a.stride(1)};
   const matrix_source<T> b{g.b.data, g.b.stride(0), g.b.stride(1)};
   // Row-major B with few rows of A streams B unpacked (gemm_skinny): up to 8
-  // rows always, up to 32 where B is wide (N > 1024, the tuner's buckets from
-  // 2048 up) and the kernels are AVX-512's (where it was measured: the 8-row
-  // block's 16 accumulators fill AVX2's registers). Packing B costs a read
-  // and a write of it per call, which 9-32 rows do not repay: M × 4096 × 4096
-  // f32 on a 2-core Zen 4 (2026-11-29, docs/PERFORMANCE.md) ran 1.25-1.8x
-  // faster threaded and 1.2-1.75x on one thread at M = 12-32; M = 48 and 64
-  // were not faster, and narrow B (48³: 4 → 15 µs) pays the scalar right
-  // edge. Those rows go by the packed driver's caller-alone threshold
-  // (gemm_threads), so a small product does not wake the pool.
-  const bool b_rows = g.n <= 1 || g.b.stride(1) == 1;
-  if (g.m <= 8 && b_rows) {
-    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, C::threads());
-    return;
-  }
-  if (S::width >= 16 && g.m <= 32 && g.n > 1024 && b_rows) {
-    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, gemm_threads(g.m, g.n, g.k, C::threads()));
+  // rows always; up to 32 where B is wide and deep (N > 1024, the tuner's
+  // buckets from 2048 up; K ≥ 4096) and the kernels are AVX-512's (where it
+  // was measured: the 8-row block's 16 accumulators fill AVX2's registers).
+  // Packing B costs a read and a write of it per call, which 9-32 rows do
+  // not repay at K = 4096: M × 4096 × 4096 f32 on a 2-core Zen 4 (2026-11-29,
+  // docs/PERFORMANCE.md) ran 1.25-1.8x faster threaded and 1.2-1.75x on one
+  // thread at M = 12-32, 32 × 11008 × 4096 1.2-1.7x. At shallower K the
+  // partial sums' traffic wins over packing: 32 × 3072 × 768 1.3x and
+  // 20 × 8192 × 256 1.8x slower, 32 × 1100 × 300 and 24 × 2048 × 512 slower,
+  // 16 × 2304 × 768 faster — no simple rule, so those stay packed. M = 48, 64
+  // were not faster. Those rows go by the packed driver's caller-alone
+  // threshold (gemm_threads), so a small product does not wake the pool.
+  const bool decode = g.m <= 8;
+  const bool thin = S::width >= 16 && g.m <= 32 && g.n > 1024 && g.k >= 4096;
+  if ((decode || thin) && (g.n <= 1 || g.b.stride(1) == 1)) {
+    const int threads = decode ? C::threads() : gemm_threads(g.m, g.n, g.k, C::threads());
+    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, threads);
     return;
   }
   gemm_blocked<S, C::mr, C::nr / S::width>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep,
