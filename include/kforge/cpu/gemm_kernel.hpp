@@ -468,20 +468,27 @@ KFORGE_CPU_INLINE typename S::reg load_b(const TB* p) {
   }
 }
 
-/// acc[R][NV·W] += A[R × kb] · B[kb × NV·W], reading row-major B in place and
-/// the accumulators from/to `acc` (ld lda_acc). For M ≤ 8 the product is
-/// bound by reading B once; packing it would read and write B a second time
-/// (gemm_compute also sends up to 32 rows here over a wide B).
+/// Rows of A per register block of the skinny path: 8, then 4, 2, 1 for
+/// what is left (the kernel, A's panels and the partial sums' tiles use the
+/// same split).
+KFORGE_CPU_INLINE index_t skinny_rows(index_t left) { return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1; }
+
+/// tile[R × NV·W] += A[R × kb] · B[kb × NV·W], reading row-major B in place;
+/// A is a k-major panel (ap[q·R + r] = A[r][q]) and the tile's rows are NV·W
+/// floats apart, so every address but B's rows is a constant offset from one
+/// pointer (with A's and the partial sums' strides at run time, the 8-row
+/// form spent as many instructions on addresses as on FMAs). For M ≤ 8 the
+/// product is bound by reading B once; packing it would read and write B a
+/// second time (gemm_compute also sends up to 32 rows here over a wide B).
 template <class S, int R, int NV, class TB>
-void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t acs, const TB* __restrict b,
-                   index_t ldb, float* __restrict acc, index_t ldacc) {
+void skinny_kernel(index_t kb, const float* __restrict ap, const TB* __restrict b, index_t ldb, float* __restrict tile) {
   using reg = typename S::reg;
-  constexpr int W = S::width;
+  constexpr int W = S::width, CW = NV * W;
   reg c[R][NV];
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) c[r][v] = S::load(acc + r * ldacc + v * W);
+    for (int v = 0; v < NV; ++v) c[r][v] = S::load(tile + r * CW + v * W);
 #pragma GCC unroll 4
   for (index_t kk = 0; kk < kb; ++kk) {
     const TB* brow = b + kk * ldb;
@@ -490,7 +497,7 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
     for (int v = 0; v < NV; ++v) bv[v] = load_b<S>(brow + v * W);
 #pragma GCC unroll 16
     for (int r = 0; r < R; ++r) {
-      const reg ar = S::set1(a[r * ars + kk * acs]);
+      const reg ar = S::set1(ap[kk * R + r]);
 #pragma GCC unroll 8
       for (int v = 0; v < NV; ++v) c[r][v] = S::fmadd(ar, bv[v], c[r][v]);
     }
@@ -498,7 +505,7 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
 #pragma GCC unroll 16
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 8
-    for (int v = 0; v < NV; ++v) S::store(acc + r * ldacc + v * W, c[r][v]);
+    for (int v = 0; v < NV; ++v) S::store(tile + r * CW + v * W, c[r][v]);
 }
 
 /// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once;
@@ -515,9 +522,12 @@ void skinny_kernel(index_t kb, const float* __restrict a, index_t ars, index_t a
 /// One and two rows use 4-register columns, more rows 2-register ones (8
 /// rows × 4 registers would spill); bands of 8 rows (16 or 4 measured slower).
 /// Half/bfloat16 B is converted to f32 in registers as it streams (never
-/// packed); A (m × k, small) is converted once.
+/// packed); A (m × k, small) arrives as f32 k-major panels, one per block of
+/// skinny_rows rows (`ap`, block i at ap + i·k). A task's partial sums are
+/// m × ldp floats laid out as the finishing pass reads them: the block of
+/// rows i..i+R at i·ldp, inside it one R × CW tile per CW columns.
 template <class S, int NV, index_t KB, class T>
-void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const matrix_source<float>& a, const matrix_source<T>& b, T* c,
+void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const float* ap, const matrix_source<T>& b, T* c,
                         index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
   constexpr int CW = NV * S::width;
   const index_t ldp = (n + CW - 1) / CW * CW;
@@ -543,23 +553,24 @@ void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const matrix_source<flo
       for (index_t kk = k0; kk < k1; kk += KB) {
         const index_t kb = std::min<index_t>(KB, k1 - kk);
         for (index_t i = 0; i < m;) {
-          const index_t rows = m - i >= 8 ? 8 : m - i >= 4 ? 4 : m - i >= 2 ? 2 : 1;
-          const float* ai = a.p + i * a.rs + kk * a.cs;
+          const index_t rows = skinny_rows(m - i);
+          const float* ai = ap + i * k + kk * rows;
           const T* bk = b.p + kk * b.rs + j0 * b.cs;
-          float* ac = acc + i * ldp + j0;
+          float* ac = acc + i * ldp + j0 * rows;  // the tile of columns j0.. (j0 is a multiple of CW)
           for (index_t j = 0; j < full; j += CW) {
             switch (rows) {
-              case 8: skinny_kernel<S, 8, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
-              case 4: skinny_kernel<S, 4, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
-              case 2: skinny_kernel<S, 2, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
-              default: skinny_kernel<S, 1, NV>(kb, ai, a.rs, a.cs, bk + j, b.rs, ac + j, ldp); break;
+              case 8: skinny_kernel<S, 8, NV>(kb, ai, bk + j, b.rs, ac + j * 8); break;
+              case 4: skinny_kernel<S, 4, NV>(kb, ai, bk + j, b.rs, ac + j * 4); break;
+              case 2: skinny_kernel<S, 2, NV>(kb, ai, bk + j, b.rs, ac + j * 2); break;
+              default: skinny_kernel<S, 1, NV>(kb, ai, bk + j, b.rs, ac + j); break;
             }
           }
-          for (index_t r = 0; r < rows; ++r)  // right edge: fewer than CW columns
+          float* edge = ac + full * rows;  // right edge: fewer than CW columns, in the next tile
+          for (index_t r = 0; r < rows; ++r)
             for (index_t j = full; j < nloc; ++j) {
-              float sum = ac[r * ldp + j];
-              for (index_t q = 0; q < kb; ++q) sum += ai[r * a.rs + q * a.cs] * to_f32(bk[q * b.rs + j * b.cs]);
-              ac[r * ldp + j] = sum;
+              float sum = edge[r * CW + (j - full)];
+              for (index_t q = 0; q < kb; ++q) sum += ai[q * rows + r] * to_f32(bk[q * b.rs + j * b.cs]);
+              edge[r * CW + (j - full)] = sum;
             }
           i += rows;
         }
@@ -572,38 +583,40 @@ void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const matrix_source<flo
     for (index_t ch = c0; ch < c1; ++ch) {
       const index_t j = ch * CW;
       const int nr = static_cast<int>(std::min<index_t>(CW, n - j));
-      for (index_t i = 0; i < m; i += 8) {
-        const int rows = static_cast<int>(std::min<index_t>(8, m - i));
-        alignas(64) float tile[8 * CW] = {};
-        for (int r = 0; r < rows; ++r) {
-          float* tr = tile + r * CW;
-          const float* p0 = part + (i + r) * ldp + j;
-          for (int jj = 0; jj < CW; ++jj) tr[jj] = p0[jj];
-          for (index_t t = 1; t < nt; ++t) {
-            const float* pt = p0 + t * m * ldp;
-            for (int jj = 0; jj < CW; ++jj) tr[jj] += pt[jj];
-          }
+      for (index_t i = 0; i < m;) {
+        const index_t rows = skinny_rows(m - i);
+        const index_t len = rows * CW;
+        alignas(64) float tile[8 * CW];
+        const float* p0 = part + i * ldp + ch * len;
+        for (index_t e = 0; e < len; ++e) tile[e] = p0[e];
+        for (index_t t = 1; t < nt; ++t) {
+          const float* pt = p0 + t * m * ldp;
+          for (index_t e = 0; e < len; ++e) tile[e] += pt[e];
         }
-        finish_tile<T, CW>(tile, rows, nr, i, j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
+        finish_tile<T, CW>(tile, static_cast<int>(rows), nr, i, j, true, true, ep, c, rs_c, cs_c, nullptr, 0, 0);
+        i += rows;
       }
     }
   });
 }
 
 template <class S, class T>
-void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a_in, const matrix_source<T>& b, T* c,
+void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a, const matrix_source<T>& b, T* c,
                  index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
-  matrix_source<float> a;
-  if constexpr (std::is_same_v<T, float>) {
-    a = a_in;
-  } else {
-    float* a32 = scratch<tag_skinny_a>(static_cast<std::size_t>(std::max<index_t>(m * k, 1)));
-    for (index_t i = 0; i < m; ++i) load_row(a_in.p + i * a_in.rs, a_in.cs, k, a32 + i * k);
-    a = {a32, k, 1};
+  // A as f32 k-major panels of skinny_rows rows (m × k floats: small beside B).
+  float* ap = scratch<tag_skinny_a>(static_cast<std::size_t>(std::max<index_t>(m * k, 1)));
+  for (index_t i = 0; i < m;) {
+    const index_t rows = skinny_rows(m - i);
+    float* dst = ap + i * k;
+    for (index_t r = 0; r < rows; ++r) {
+      const T* src = a.p + (i + r) * a.rs;
+      for (index_t q = 0; q < k; ++q) dst[q * rows + r] = to_f32(src[q * a.cs]);
+    }
+    i += rows;
   }
   constexpr int W = S::width;
-  if (m <= 2) gemm_skinny_ksplit<S, W >= 8 ? 4 : 16 / W, 8>(m, n, k, a, b, c, rs_c, cs_c, ep, nthreads);
-  else gemm_skinny_ksplit<S, W >= 8 ? 2 : 8 / W, 8>(m, n, k, a, b, c, rs_c, cs_c, ep, nthreads);
+  if (m <= 2) gemm_skinny_ksplit<S, W >= 8 ? 4 : 16 / W, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
+  else gemm_skinny_ksplit<S, W >= 8 ? 2 : 8 / W, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
 }
 
 }  // namespace kforge::cpu::detail
