@@ -83,7 +83,7 @@ const gemm_case odd_shapes[] = {
     {1000, 3, 17, layout::row, layout::row, layout::row},       {8, 300, 600, layout::row, layout::row, layout::row},
     {5, 77, 300, layout::col, layout::row, layout::col},        {2, 40, 9, layout::row, layout::col, layout::row},
     {65, 70, 600, layout::row, layout::row, layout::row},       {130, 129, 257, layout::strided, layout::row, layout::row},
-    {37, 41, 0, layout::row, layout::row, layout::row},
+    {37, 41, 0, layout::row, layout::row, layout::row},         {7, 129, 70, layout::strided, layout::row, layout::row},
 };
 
 template <class P, class T>
@@ -133,8 +133,8 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
                              {1500, 40, 200, layout::row, layout::row, layout::row},
                              {20, 1500, 200, layout::row, layout::row, layout::row},
                              // Up to 32 rows over N > 1024, K ≥ 4096 stream B unpacked (AVX-512 builds): a
-                             // right edge, column-major and strided C and A, 9 rows (groups 8 + 1), 15
-                             // (8 + 4 + 2 + 1); N = 1024, K = 4095 and 33 rows take the packed path.
+                             // right edge, column-major and strided C and A, 9 rows (blocks 8 + 1), 15
+                             // (8 + 7); N = 1024, K = 4095 and 33 rows take the packed path.
                              {32, 1100, 4096, layout::row, layout::row, layout::row},
                              {9, 1100, 4096, layout::col, layout::row, layout::col},
                              {15, 1025, 4096, layout::strided, layout::row, layout::strided},

@@ -468,10 +468,12 @@ KFORGE_CPU_INLINE typename S::reg load_b(const TB* p) {
   }
 }
 
-/// Rows of A per register block of the skinny path: 8, then 4, 2, 1 for
-/// what is left (the kernel, A's panels and the partial sums' tiles use the
-/// same split).
-KFORGE_CPU_INLINE index_t skinny_rows(index_t left) { return left >= 8 ? 8 : left >= 4 ? 4 : left >= 2 ? 2 : 1; }
+/// Rows of A per register block of the skinny path: 8, then what is left in
+/// one block (the kernel, A's panels and the partial sums' tiles use the same
+/// split). One block per leftover, not 4 + 2 + 1: each block reads the band
+/// of B again, and a 1- or 2-row block of 2-register columns has too few
+/// independent FMA chains to keep the FMA units busy.
+KFORGE_CPU_INLINE index_t skinny_rows(index_t left) { return left >= 8 ? 8 : left; }
 
 /// tile[R × NV·W] += A[R × kb] · B[kb × NV·W], reading row-major B in place;
 /// A is a k-major panel (ap[q·R + r] = A[r][q]) and the tile's rows are NV·W
@@ -508,6 +510,18 @@ void skinny_kernel(index_t kb, const float* __restrict ap, const TB* __restrict 
     for (int v = 0; v < NV; ++v) S::store(tile + r * CW + v * W, c[r][v]);
 }
 
+/// skinny_kernel for a block of `rows` ≤ MAXR rows (the row count as a
+/// template argument).
+template <class S, int NV, int MAXR, class TB>
+KFORGE_CPU_INLINE void skinny_block(index_t rows, index_t kb, const float* ap, const TB* b, index_t ldb, float* tile) {
+  if constexpr (MAXR > 1) {
+    if (rows == MAXR) skinny_kernel<S, MAXR, NV>(kb, ap, b, ldb, tile);
+    else skinny_block<S, NV, MAXR - 1>(rows, kb, ap, b, ldb, tile);
+  } else {
+    skinny_kernel<S, 1, NV>(kb, ap, b, ldb, tile);
+  }
+}
+
 /// gemm with m ≤ 8 and row-major B (LLM decoding: bound by reading B once;
 /// gemm_compute also sends up to 32 rows over a wide B on AVX-512).
 /// Threads split K: each task takes a contiguous range of B's rows and reads
@@ -526,7 +540,7 @@ void skinny_kernel(index_t kb, const float* __restrict ap, const TB* __restrict 
 /// skinny_rows rows (`ap`, block i at ap + i·k). A task's partial sums are
 /// m × ldp floats laid out as the finishing pass reads them: the block of
 /// rows i..i+R at i·ldp, inside it one R × CW tile per CW columns.
-template <class S, int NV, index_t KB, class T>
+template <class S, int NV, int MAXR, index_t KB, class T>
 void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const float* ap, const matrix_source<T>& b, T* c,
                         index_t rs_c, index_t cs_c, const gemm_epilogue& ep, int nthreads) {
   constexpr int CW = NV * S::width;
@@ -558,12 +572,7 @@ void gemm_skinny_ksplit(index_t m, index_t n, index_t k, const float* ap, const 
           const T* bk = b.p + kk * b.rs + j0 * b.cs;
           float* ac = acc + i * ldp + j0 * rows;  // the tile of columns j0.. (j0 is a multiple of CW)
           for (index_t j = 0; j < full; j += CW) {
-            switch (rows) {
-              case 8: skinny_kernel<S, 8, NV>(kb, ai, bk + j, b.rs, ac + j * 8); break;
-              case 4: skinny_kernel<S, 4, NV>(kb, ai, bk + j, b.rs, ac + j * 4); break;
-              case 2: skinny_kernel<S, 2, NV>(kb, ai, bk + j, b.rs, ac + j * 2); break;
-              default: skinny_kernel<S, 1, NV>(kb, ai, bk + j, b.rs, ac + j); break;
-            }
+            skinny_block<S, NV, MAXR>(rows, kb, ai, bk + j, b.rs, ac + j * rows);
           }
           float* edge = ac + full * rows;  // right edge: fewer than CW columns, in the next tile
           for (index_t r = 0; r < rows; ++r)
@@ -615,8 +624,8 @@ void gemm_skinny(index_t m, index_t n, index_t k, const matrix_source<T>& a, con
     i += rows;
   }
   constexpr int W = S::width;
-  if (m <= 2) gemm_skinny_ksplit<S, W >= 8 ? 4 : 16 / W, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
-  else gemm_skinny_ksplit<S, W >= 8 ? 2 : 8 / W, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
+  if (m <= 2) gemm_skinny_ksplit<S, W >= 8 ? 4 : 16 / W, 2, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
+  else gemm_skinny_ksplit<S, W >= 8 ? 2 : 8 / W, 8, 8>(m, n, k, ap, b, c, rs_c, cs_c, ep, nthreads);
 }
 
 }  // namespace kforge::cpu::detail
