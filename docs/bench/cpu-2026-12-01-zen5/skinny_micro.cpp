@@ -4,6 +4,7 @@
 #include <vector>
 #include <random>
 #include <algorithm>
+#include <string>
 using namespace kforge;
 template <class P, class T>
 double run1(index_t m, index_t n, index_t k, int reps) {
@@ -19,9 +20,16 @@ double run1(index_t m, index_t n, index_t k, int reps) {
   std::sort(ts.begin(), ts.end());
   return ts[ts.size() / 2];
 }
+// Shapes: M 1/4/8 × (1024 × 64, 1024 × 128, 14336 × 4096); with the argument
+// `gpt2`, M 1/3/8 × GPT-2's decode shapes (768 × 768, 2304 × 768, 768 × 3072).
 int main(int argc, char** argv) {
-  for (index_t m : {1, 4, 8}) {
-    for (auto [n, k] : {std::pair<index_t, index_t>{1024, 64}, {1024, 128}, {14336, 4096}}) {
+  const bool gpt2 = argc > 1 && std::string(argv[1]) == "gpt2";
+  const std::vector<index_t> ms = gpt2 ? std::vector<index_t>{1, 3, 8} : std::vector<index_t>{1, 4, 8};
+  const std::vector<std::pair<index_t, index_t>> nks =
+      gpt2 ? std::vector<std::pair<index_t, index_t>>{{768, 768}, {2304, 768}, {768, 3072}}
+           : std::vector<std::pair<index_t, index_t>>{{1024, 64}, {1024, 128}, {14336, 4096}};
+  for (index_t m : ms) {
+    for (auto [n, k] : nks) {
       int reps = n * k > 1e6 ? 9 : 2001;
       double tb = run1<policy::blocked<>, float>(m, n, k, reps);
       double tt = run1<policy::threaded<>, float>(m, n, k, reps);
