@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
+#include <sstream>
 
 using namespace kforge;
 using kgt::relu_kernel;
@@ -216,10 +218,30 @@ TEST_CASE("policy::generated runs the accepted kernel; export writes GLSL, SPIR-
   CHECK(std::filesystem::exists(dir2 / "kernel.hlsl") != std::filesystem::exists(dir2 / "kernel.hlsl.error.txt"));
 }
 
+namespace {
+// KFORGE_MUTATION_SHARD=i/n: the ops whose index in all_ops() is i modulo n
+// (tests/CMakeLists.txt runs shards 0/n .. n-1/n as separate tests, so that
+// ctest spreads the mutation run over the cores); unset: every op.
+std::vector<std::string> mutation_shard() {
+  unsigned i = 0, n = 1;
+  if (const char* e = std::getenv("KFORGE_MUTATION_SHARD")) {
+    char slash = 0;
+    std::istringstream in(e);
+    REQUIRE_MESSAGE((in >> i >> slash >> n && slash == '/' && n > 0 && i < n && in.peek() == EOF),
+                    "KFORGE_MUTATION_SHARD='" << e << "' is not i/n with i < n");
+  }
+  std::vector<std::string> ops;
+  for (std::size_t k = 0; k < all_ops().size(); ++k)
+    if (k % n == i) ops.emplace_back(all_ops()[k].name);
+  return ops;
+}
+}  // namespace
+
 TEST_CASE("mutation testing: every mutant of every op is killed, no original is rejected") {
   KGT_NEED_VULKAN();
-  std::vector<std::string> ops;
-  for (const auto& o : all_ops()) ops.emplace_back(o.name);
+  const std::vector<std::string> ops = mutation_shard();
+  REQUIRE(!ops.empty());
+  MESSAGE("ops: " << ops.size() << " of " << all_ops().size());
   const auto rep = gen::run_mutation_tests(ops);
   for (const auto& o : rep.outcomes) {
     if (o.kind == "error") FAIL_CHECK(o.name << ": " << o.reason);
@@ -230,6 +252,35 @@ TEST_CASE("mutation testing: every mutant of every op is killed, no original is 
   CHECK(rep.mutants >= 4 * static_cast<int>(ops.size()));
   CHECK(rep.passed());
   MESSAGE(rep.killed << "/" << rep.mutants << " mutants killed");
+}
+
+TEST_CASE("sandbox: the worker's environment keeps this process's and puts the user's GLIBC_TUNABLES after the sandbox's") {
+  auto find = [](const std::vector<std::string>& env, const std::string& key) -> const std::string* {
+    const std::string* hit = nullptr;
+    for (const auto& e : env)
+      if (e.rfind(key + "=", 0) == 0) {
+        CHECK_MESSAGE(hit == nullptr, key << " twice");
+        hit = &e;
+      }
+    return hit;
+  };
+  const std::string ours = std::string("GLIBC_TUNABLES=") + gen::detail::worker_malloc_tunables;
+  const char* saved = std::getenv("GLIBC_TUNABLES");
+  const std::string saved_value = saved ? saved : "";
+  REQUIRE(::setenv("KFORGE_SANDBOX_ENV_PROBE", "x=1", 1) == 0);
+  REQUIRE(::unsetenv("GLIBC_TUNABLES") == 0);
+  auto env = gen::detail::worker_environment();
+  REQUIRE(find(env, "KFORGE_SANDBOX_ENV_PROBE"));
+  CHECK(*find(env, "KFORGE_SANDBOX_ENV_PROBE") == "KFORGE_SANDBOX_ENV_PROBE=x=1");
+  REQUIRE(find(env, "GLIBC_TUNABLES"));
+  CHECK(*find(env, "GLIBC_TUNABLES") == ours);
+  REQUIRE(::setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1) == 0);
+  env = gen::detail::worker_environment();
+  REQUIRE(find(env, "GLIBC_TUNABLES"));
+  CHECK(*find(env, "GLIBC_TUNABLES") == ours + ":glibc.malloc.hugetlb=0");
+  ::unsetenv("KFORGE_SANDBOX_ENV_PROBE");
+  if (saved) ::setenv("GLIBC_TUNABLES", saved_value.c_str(), 1);
+  else ::unsetenv("GLIBC_TUNABLES");
 }
 
 // ---- held-out shapes (gate.hpp, docs/GENERATION.md "Held-out shapes") ------

@@ -27,6 +27,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -100,6 +101,32 @@ inline std::string tail_of(const std::filesystem::path& p, std::size_t bytes = 2
   }
   return s.size() > bytes ? s.substr(s.size() - bytes) : s;
 }
+/// glibc's malloc settings for the worker (GLIBC_TUNABLES; other C
+/// libraries ignore the variable). The gate allocates and frees operands of
+/// up to ~34 MiB per case (the 2-D grid shape's inputs, guarded outputs and
+/// reference, and lavapipe's device memory); by default glibc serves each
+/// from a fresh mmap, unmaps it on free, and faults it in again 4 KiB at a
+/// time. Freed memory kept in the heap (no mmap, no trim) and the heap on
+/// transparent huge pages (madvise): `kforge mutate --op relu` on lavapipe,
+/// 2-core Zen 5 VM, 42.7–46.1 s → 11.2–12.6 s (docs/GENERATION.md). The
+/// user's own GLIBC_TUNABLES come after these, so theirs win.
+inline constexpr const char* worker_malloc_tunables =
+    "glibc.malloc.hugetlb=1:glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=4294967295";
+/// This process's environment with worker_malloc_tunables in GLIBC_TUNABLES.
+inline std::vector<std::string> worker_environment() {
+  std::vector<std::string> env;
+  std::string tunables = worker_malloc_tunables;
+  for (char** e = environ; *e; ++e) {
+    const std::string_view v(*e), key = "GLIBC_TUNABLES=";
+    if (v.substr(0, key.size()) == key) {
+      if (v.size() > key.size()) tunables += ":" + std::string(v.substr(key.size()));
+    } else {
+      env.emplace_back(v);
+    }
+  }
+  env.push_back("GLIBC_TUNABLES=" + tunables);
+  return env;
+}
 inline std::string last_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   const auto nl = s.rfind('\n');
@@ -134,9 +161,13 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
   const std::string a0 = exe, a1 = "worker", a2 = "--request", a3 = req.string(), a4 = "--response", a5 = resp.string();
   char* argv[] = {const_cast<char*>(a0.c_str()), const_cast<char*>(a1.c_str()), const_cast<char*>(a2.c_str()),
                   const_cast<char*>(a3.c_str()), const_cast<char*>(a4.c_str()), const_cast<char*>(a5.c_str()), nullptr};
+  const std::vector<std::string> env = detail::worker_environment();
+  std::vector<char*> envp;
+  for (const auto& e : env) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
   pid_t pid = 0;
   const auto t0 = std::chrono::steady_clock::now();
-  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, environ);
+  const int rc = posix_spawn(&pid, exe.c_str(), &fa, nullptr, argv, envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     throw unsupported_error("kforge::gen: cannot start the sandbox worker '" + exe + "': " + std::strerror(rc));
