@@ -103,8 +103,9 @@ inline std::string tail_of(const std::filesystem::path& p, std::size_t bytes = 2
 }
 /// glibc's malloc settings for the worker (GLIBC_TUNABLES; other C
 /// libraries ignore the variable). The gate allocates and frees operands of
-/// up to ~34 MiB per case (the 2-D grid shape's inputs, guarded outputs and
-/// reference, and lavapipe's device memory); by default glibc serves each
+/// tens of MiB per case (the 2-D grid shape's inputs, guarded outputs and
+/// reference — up to 256 MiB in all, relu's 34 MB each — and lavapipe's
+/// device memory); by default glibc serves each
 /// from a fresh mmap, unmaps it on free, and faults it in again 4 KiB at a
 /// time. Freed memory kept in the heap (no mmap, no trim) and the heap on
 /// transparent huge pages (madvise): `kforge mutate --op relu` on lavapipe,
