@@ -119,7 +119,7 @@ inline std::vector<std::string> worker_environment() {
   std::string tunables = worker_malloc_tunables;
   for (char** e = environ; *e; ++e) {
     const std::string_view v(*e), key = "GLIBC_TUNABLES=";
-    if (v.substr(0, key.size()) == key) {
+    if (v.starts_with(key)) {
       if (v.size() > key.size()) tunables += ":" + std::string(v.substr(key.size()));
     } else {
       env.emplace_back(v);
