@@ -133,7 +133,7 @@ __attribute__((noinline)) void store_tile_activated(const float* tile, float* c,
 template <class S, int MR, int NV>
 void microkernel(index_t kc, const float* __restrict a, const float* __restrict b, float* __restrict c, index_t ldc,
                  float alpha, float beta, const float* bias_c, const float* bias_r, bool to_tile,
-                 fn act = fn::identity, float slope = 0.0f) {
+                 fn act = fn::identity, float slope = 0.0f, bool prefetch_c = false) {
   using reg = typename S::reg;
   constexpr int W = S::width, NR = NV * W;
   reg acc[MR][NV];
@@ -141,6 +141,20 @@ void microkernel(index_t kc, const float* __restrict a, const float* __restrict 
   for (int i = 0; i < MR; ++i)
 #pragma GCC unroll 8
     for (int v = 0; v < NV; ++v) acc[i][v] = S::zero();
+  // prefetch_c (gemm's tiles of C): the tile the write-back will read and
+  // write, asked for now — kc·MR·NV FMAs before it is needed, so lines that
+  // left L2 between K steps (C's rows at 768² and up) arrive in time instead
+  // of stalling the write-back. On a 2-core Zen 5 (2026-12-02, the same
+  // calls alternated in one process): threaded 768²–2048² +3–5 %, one thread
+  // 1024²–2048² +3–9 %, 256²–512² within ±1 % (docs/PERFORMANCE.md).
+  if (prefetch_c && !to_tile) {
+#pragma GCC unroll 64
+    for (int i = 0; i < MR; ++i) {
+#pragma GCC unroll 8
+      for (int j = 0; j < NR; j += 16) __builtin_prefetch(c + i * ldc + j, 1);
+      __builtin_prefetch(c + i * ldc + NR - 1, 1);
+    }
+  }
 #pragma GCC unroll 4
   for (index_t k = 0; k < kc; ++k) {
     __builtin_prefetch(a + 8 * MR);
@@ -431,7 +445,7 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
                   const float* br = last && ep.bias && ep.bias_per_row ? ep.bias + i : nullptr;
                   microkernel<S, MR, NV>(kc, ap, bp, reinterpret_cast<float*>(c) + i * rs_c + j, rs_c, ep.alpha,
                                          first ? ep.beta : 1.0f, bc, br, false, last ? ep.act : fn::identity,
-                                         ep.slope);
+                                         ep.slope, /*prefetch_c=*/true);
                 } else {
                   microkernel<S, MR, NV>(kc, ap, bp, tile, NR, 1.0f, 0.0f, nullptr, nullptr, true);
                   finish_tile<T, NR>(tile, mr, nr, i, j, first, last, ep, c, rs_c, cs_c, work, ldw, jr);
