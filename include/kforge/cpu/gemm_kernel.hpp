@@ -31,6 +31,9 @@
 #include <cstdlib>
 #include <new>
 #include <type_traits>
+#if __has_include(<unistd.h>)
+#include <unistd.h>  // sysconf: the L2 size
+#endif
 
 #include "kforge/core/tensor.hpp"
 #include "kforge/cpu/config.hpp"
@@ -353,9 +356,31 @@ inline int gemm_threads(index_t m, index_t n, index_t k, int nthreads) {
 /// only when KC·NC·(K / KC) exceeds it (e.g. 4096³: four super-blocks of 1024).
 inline constexpr index_t gemm_packed_b_floats = index_t{4} << 20;
 
-/// Compute tasks per thread of a threaded gemm: enough that a thread that
-/// joins late or is descheduled leaves little for the others to wait for.
+/// The L2 cache of one core in bytes (sysconf; 1 MiB where it is not known).
+inline index_t l2_cache_bytes() {
+  static const index_t bytes = [] {
+    long v = 0;
+#if defined(_SC_LEVEL2_CACHE_SIZE)
+    v = sysconf(_SC_LEVEL2_CACHE_SIZE);
+#endif
+    return v > 0 ? static_cast<index_t>(v) : index_t{1} << 20;
+  }();
+  return bytes;
+}
+
+/// Compute tasks of a threaded gemm, by where a KC slab of packed B lives.
+/// In L2 (KC·NC·4 B ≤ l2_cache_bytes(), e.g. 1024² at KC 256 on a 1 MiB L2):
+/// at least gemm_tasks_per_thread per thread, and more where needed for each
+/// task's rows of C to fit in 1/gemm_c_l2_fraction of L2, so that they stay
+/// there across the K steps while B streams from L2 (threaded 1024² +11 %).
+/// In L3: gemm_tasks_per_thread_b_in_l3 large tasks per thread, each reading
+/// B once per MC rows (1536² and 2048² +5–8 %). Measured on a 2-core Zen 5,
+/// task counts alternated call by call in one process (2026-12-02,
+/// docs/PERFORMANCE.md). Tasks are claimed dynamically either way, so a
+/// thread that joins late or is descheduled still leaves work to the others.
 inline constexpr int gemm_tasks_per_thread = 6;
+inline constexpr int gemm_tasks_per_thread_b_in_l3 = 3;
+inline constexpr index_t gemm_c_l2_fraction = 16;
 
 /// C[m×n] (strides rs_c, cs_c) = epilogue(A[m×k] · B[k×n]) on up to nthreads
 /// threads. BSrc is matrix_source<T> or another source with a pack_b overload
@@ -365,7 +390,7 @@ inline constexpr int gemm_tasks_per_thread = 6;
 /// jobs: (1) pack B, NR panels claimed in groups; (2) compute, a grid of
 /// tasks over C — row blocks of at most MC rows (A packed once per task and
 /// KC step), cut into column blocks only when the rows alone give fewer than
-/// gemm_tasks_per_thread tasks per thread. Tasks are claimed dynamically
+/// the tasks asked for (gemm_tasks_per_thread and below). Tasks are claimed dynamically
 /// (cpu/thread_pool.hpp), so no thread waits for a share that has not
 /// started.
 template <class S, int MR, int NV, class T, class BSrc>
@@ -391,7 +416,11 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
   float* pb = scratch<tag_pack_b>(static_cast<std::size_t>(slabs_per_super * slab_floats));
   thread_pool& pool = thread_pool::instance();
   const index_t row_panels = (m + MR - 1) / MR, panels_per_mc = MC / MR;
-  const index_t want = nt > 1 ? index_t{gemm_tasks_per_thread} * nt : 1;
+  const index_t l2 = l2_cache_bytes(), c_bytes = m * ncmax * static_cast<index_t>(sizeof(float));
+  const bool b_in_l2 = slab_floats * static_cast<index_t>(sizeof(float)) <= l2;
+  const index_t want = nt <= 1  ? 1
+                       : b_in_l2 ? std::max<index_t>(index_t{gemm_tasks_per_thread} * nt, (c_bytes + l2 / gemm_c_l2_fraction - 1) / (l2 / gemm_c_l2_fraction))
+                                 : index_t{gemm_tasks_per_thread_b_in_l3} * nt;
   const index_t rb = std::max(std::min(row_panels, want), (row_panels + panels_per_mc - 1) / panels_per_mc);
 
   for (index_t jc = 0; jc < n; jc += NC) {
