@@ -368,16 +368,20 @@ inline index_t l2_cache_bytes() {
   return bytes;
 }
 
-/// Compute tasks of a threaded gemm, by where a KC slab of packed B lives.
-/// In L2 (KC·NC·4 B ≤ l2_cache_bytes(), e.g. 1024² at KC 256 on a 1 MiB L2):
-/// at least gemm_tasks_per_thread per thread, and more where needed for each
-/// task's rows of C to fit in 1/gemm_c_l2_fraction of L2, so that they stay
-/// there across the K steps while B streams from L2 (threaded 1024² +11 %).
-/// In L3: gemm_tasks_per_thread_b_in_l3 large tasks per thread, each reading
-/// B once per MC rows (1536² and 2048² +5–8 %). Measured on a 2-core Zen 5,
-/// task counts alternated call by call in one process (2026-12-02,
-/// docs/PERFORMANCE.md). Tasks are claimed dynamically either way, so a
-/// thread that joins late or is descheduled still leaves work to the others.
+/// Compute tasks of a threaded gemm: at least gemm_tasks_per_thread per
+/// thread, cut from row blocks first and then, where the rows give too few,
+/// column blocks. How tall the row blocks are depends on where a KC slab of
+/// packed B lives. In L2 (KC·NC·4 B ≤ l2_cache_bytes(), e.g. 1024² at KC 256
+/// on a 1 MiB L2): short, so that each task's rows of C take at most
+/// 1/gemm_c_l2_fraction of L2 and stay there across the K steps while B
+/// streams from L2. In L3: gemm_tasks_per_thread_b_in_l3 row blocks per thread
+/// (up to MC rows each), so each B micro-panel fetched serves many rows, and
+/// the rest of the tasks from column blocks. Against 6 row blocks per thread,
+/// in one process call by call on a 2-core Zen 5 (2026-12-02,
+/// docs/PERFORMANCE.md): 1024² +11 %, 1536²–2048² +6–10 %, 256 × 4096 × 4096
+/// and 512 × 4096 × 4096 +14–17 %, other shapes within ±2 %. Tasks are claimed
+/// dynamically, so a thread that joins late or is descheduled still leaves
+/// work to the others.
 inline constexpr int gemm_tasks_per_thread = 6;
 inline constexpr int gemm_tasks_per_thread_b_in_l3 = 3;
 inline constexpr index_t gemm_c_l2_fraction = 16;
@@ -390,9 +394,9 @@ inline constexpr index_t gemm_c_l2_fraction = 16;
 /// jobs: (1) pack B, NR panels claimed in groups; (2) compute, a grid of
 /// tasks over C — row blocks of at most MC rows (A packed once per task and
 /// KC step), cut into column blocks only when the rows alone give fewer than
-/// the tasks asked for (gemm_tasks_per_thread and below). Tasks are claimed dynamically
-/// (cpu/thread_pool.hpp), so no thread waits for a share that has not
-/// started.
+/// gemm_tasks_per_thread tasks per thread (the row blocks' height: above).
+/// Tasks are claimed dynamically (cpu/thread_pool.hpp), so no thread waits
+/// for a share that has not started.
 template <class S, int MR, int NV, class T, class BSrc>
 void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, const BSrc& b, T* c, index_t rs_c,
                   index_t cs_c, const gemm_epilogue& ep, blocking bl, int nthreads) {
@@ -418,10 +422,11 @@ void gemm_blocked(index_t m, index_t n, index_t k, const matrix_source<T>& a, co
   const index_t row_panels = (m + MR - 1) / MR, panels_per_mc = MC / MR;
   const index_t l2 = l2_cache_bytes(), c_bytes = m * ncmax * static_cast<index_t>(sizeof(float));
   const bool b_in_l2 = slab_floats * static_cast<index_t>(sizeof(float)) <= l2;
-  const index_t want = nt <= 1  ? 1
-                       : b_in_l2 ? std::max<index_t>(index_t{gemm_tasks_per_thread} * nt, (c_bytes + l2 / gemm_c_l2_fraction - 1) / (l2 / gemm_c_l2_fraction))
-                                 : index_t{gemm_tasks_per_thread_b_in_l3} * nt;
-  const index_t rb = std::max(std::min(row_panels, want), (row_panels + panels_per_mc - 1) / panels_per_mc);
+  const index_t want = nt <= 1 ? 1 : index_t{gemm_tasks_per_thread} * nt;  // tasks
+  const index_t want_rows = nt <= 1  ? 1
+                            : b_in_l2 ? std::max(want, (c_bytes + l2 / gemm_c_l2_fraction - 1) / (l2 / gemm_c_l2_fraction))
+                                      : index_t{gemm_tasks_per_thread_b_in_l3} * nt;  // row blocks
+  const index_t rb = std::max(std::min(row_panels, want_rows), (row_panels + panels_per_mc - 1) / panels_per_mc);
 
   for (index_t jc = 0; jc < n; jc += NC) {
     const index_t nc = std::min<index_t>(NC, n - jc);
