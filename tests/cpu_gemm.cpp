@@ -141,7 +141,13 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
                              {30, 1024, 4096, layout::row, layout::row, layout::row},
                              {32, 1100, 4095, layout::row, layout::row, layout::row},
                              {33, 1100, 4096, layout::row, layout::row, layout::row},
-                             {4, 2000, 500, layout::row, layout::row, layout::row}};
+                             {4, 2000, 500, layout::row, layout::row, layout::row},
+                             // The task split's two rules (gemm_kernel.hpp): a slab of B that fits L2 with
+                             // C's rows cut into many short row blocks (2000 rows × 320 columns), and one
+                             // past L2 (N = 2100: 2.1 MB at KC 256) in a few tall row blocks per thread, then
+                             // column blocks.
+                             {2000, 300, 300, layout::row, layout::row, layout::row},
+                             {700, 2100, 300, layout::row, layout::row, layout::row}};
   for (const auto& gc : cases) {
     check_gemm<policy::threaded<>, float, epilogue::bias_gelu>(gc, 1.0f, 0.0f, 80);
     check_gemm<policy::threaded<>, half, epilogue::bias_relu>(gc, 1.0f, 0.5f, 81);
