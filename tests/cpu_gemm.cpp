@@ -144,10 +144,10 @@ TEST_CASE("cpu gemm: larger problems split over threads (square, tall-skinny, sh
                              {4, 2000, 500, layout::row, layout::row, layout::row},
                              // The task split's two rules (gemm_kernel.hpp): a slab of B that fits L2 with
                              // C's rows cut into many short row blocks (2000 rows × 320 columns), and one
-                             // past L2 (N = 2100: 2.1 MB at KC 256) in a few tall row blocks per thread, then
-                             // column blocks.
+                             // past any L2 up to 4 MiB (N = 4200: 4.3 MB at KC 256, two NC blocks) in a few
+                             // tall row blocks per thread, then column blocks.
                              {2000, 300, 300, layout::row, layout::row, layout::row},
-                             {700, 2100, 300, layout::row, layout::row, layout::row}};
+                             {400, 4200, 300, layout::row, layout::row, layout::row}};
   for (const auto& gc : cases) {
     check_gemm<policy::threaded<>, float, epilogue::bias_gelu>(gc, 1.0f, 0.0f, 80);
     check_gemm<policy::threaded<>, half, epilogue::bias_relu>(gc, 1.0f, 0.5f, 81);

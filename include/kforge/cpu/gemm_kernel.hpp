@@ -20,9 +20,9 @@
 // registers; everything else goes through a 1.5 KiB stack tile.
 //
 // Threads: the packed B slab is packed cooperatively (each thread a share of
-// the NR panels), then the M×NC block is split in a tm×tn grid of threads that
-// minimises the largest share of micro-tiles (tall-skinny splits M, short-wide
-// splits N, square splits M). Two barriers per (jc, pc) step.
+// the NR panels), then the M×NC block is cut into tasks — row blocks, then
+// column blocks — that the threads claim from a shared counter (gemm_blocked
+// says how tall and how many). Two pool jobs per (jc, K super-block) step.
 #pragma once
 
 #include <algorithm>
@@ -363,21 +363,23 @@ inline index_t l2_cache_bytes() {
 #if defined(_SC_LEVEL2_CACHE_SIZE)
     v = sysconf(_SC_LEVEL2_CACHE_SIZE);
 #endif
-    return v > 0 ? static_cast<index_t>(v) : index_t{1} << 20;
+    return v >= (long{64} << 10) ? static_cast<index_t>(v) : index_t{1} << 20;  // 0, -1 or nonsense: 1 MiB
   }();
   return bytes;
 }
 
 /// Compute tasks of a threaded gemm: at least gemm_tasks_per_thread per
 /// thread, cut from row blocks first and then, where the rows give too few,
-/// column blocks. How tall the row blocks are depends on where a KC slab of
-/// packed B lives. In L2 (KC·NC·4 B ≤ l2_cache_bytes(), e.g. 1024² at KC 256
-/// on a 1 MiB L2): short, so that each task's rows of C take at most
-/// 1/gemm_c_l2_fraction of L2 and stay there across the K steps while B
-/// streams from L2. In L3: gemm_tasks_per_thread_b_in_l3 row blocks per thread
-/// (up to MC rows each), so each B micro-panel fetched serves many rows, and
-/// the rest of the tasks from column blocks. Against 6 row blocks per thread,
-/// in one process call by call on a 2-core Zen 5 (2026-12-02,
+/// column blocks. How tall the row blocks are: where a KC slab of packed B
+/// fits L2 (KC·NC·4 B ≤ l2_cache_bytes(); on a 1 MiB L2 at KC 256, N ≤ 1024),
+/// short, so that each task's rows of C take at most 1/gemm_c_l2_fraction of
+/// L2 and stay there across the K steps; each task then reads all of packed B
+/// once, which L3 serves at these sizes. Past it (larger B), tall:
+/// gemm_tasks_per_thread_b_in_l3 row blocks per thread (up to MC rows each),
+/// so each B micro-panel fetched serves many rows. The slab test is a proxy
+/// measured on one machine (the best count switched between 1024² and 1536²
+/// there), so N just past it changes rule. Against 6 row blocks per thread, in
+/// one process call by call on a 2-core Zen 5 (2026-12-02,
 /// docs/PERFORMANCE.md): 1024² +11 %, 1536²–2048² +6–10 %, 256 × 4096 × 4096
 /// and 512 × 4096 × 4096 +14–17 %, other shapes within ±2 %. Tasks are claimed
 /// dynamically, so a thread that joins late or is descheduled still leaves
