@@ -252,3 +252,24 @@ class host_session {
 };
 
 }  // namespace kforge::model
+
+// A host session's step for each dtype under policy P, compiled once for
+// kforge's own executables (kforge_instances; see kforge/validate/execute.hpp).
+#define KFORGE_MODEL_FORWARD_INSTANCE(EXTERN, P, T)                                                                 \
+  EXTERN template void forward<T, host_buffer<T>, host_executor<P, T>>(                                             \
+      const config&, const weights<host_buffer<T>>&, workspace<host_buffer<T>>&, kv_cache<host_buffer<T>>&, index_t, \
+      host_executor<P, T>&);
+#define KFORGE_MODEL_FORWARD_INSTANCES(EXTERN, P) \
+  KFORGE_MODEL_FORWARD_INSTANCE(EXTERN, P, float) \
+  KFORGE_MODEL_FORWARD_INSTANCE(EXTERN, P, half)  \
+  KFORGE_MODEL_FORWARD_INSTANCE(EXTERN, P, bfloat16)
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace kforge::model {
+KFORGE_MODEL_FORWARD_INSTANCES(extern, policy::eigen)
+KFORGE_MODEL_FORWARD_INSTANCES(extern, policy::blocked<>)
+KFORGE_MODEL_FORWARD_INSTANCES(extern, policy::threaded<>)
+#if defined(KFORGE_HAS_TUNE)
+KFORGE_MODEL_FORWARD_INSTANCES(extern, policy::autotune)
+#endif
+}  // namespace kforge::model
+#endif

@@ -288,3 +288,25 @@ verification verify(const config& c, const weights<host_buffer<T>>& w, Session& 
 }
 
 }  // namespace kforge::model
+
+// model::verify of a host session for each dtype under policy P, compiled
+// once for kforge's own executables (kforge_instances; see
+// kforge/validate/execute.hpp).
+#define KFORGE_MODEL_VERIFY_INSTANCE(EXTERN, P, T)                                                           \
+  EXTERN template verification verify<T, host_session<T, P>>(const config&, const weights<host_buffer<T>>&, \
+                                                            host_session<T, P>&, index_t, index_t,           \
+                                                            const std::string&, const verify_options&);
+#define KFORGE_MODEL_VERIFY_INSTANCES(EXTERN, P) \
+  KFORGE_MODEL_VERIFY_INSTANCE(EXTERN, P, float) \
+  KFORGE_MODEL_VERIFY_INSTANCE(EXTERN, P, half)  \
+  KFORGE_MODEL_VERIFY_INSTANCE(EXTERN, P, bfloat16)
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace kforge::model {
+KFORGE_MODEL_VERIFY_INSTANCES(extern, policy::eigen)
+KFORGE_MODEL_VERIFY_INSTANCES(extern, policy::blocked<>)
+KFORGE_MODEL_VERIFY_INSTANCES(extern, policy::threaded<>)
+#if defined(KFORGE_HAS_TUNE)
+KFORGE_MODEL_VERIFY_INSTANCES(extern, policy::autotune)
+#endif
+}  // namespace kforge::model
+#endif

@@ -336,3 +336,25 @@ class vulkan_session {
 };
 
 }  // namespace kforge::model
+
+// A Vulkan session's step and model::verify of it for each dtype under
+// policy P, compiled once for kforge's own executables (kforge_instances; see
+// kforge/validate/execute.hpp).
+#define KFORGE_MODEL_VULKAN_INSTANCE(EXTERN, P, T)                                                                 \
+  EXTERN template void forward<vulkan::device_type_t<T>, device_buffer<vulkan::device_type_t<T>>,                 \
+                               device_executor<P, vulkan::device_type_t<T>>>(                                      \
+      const config&, const weights<device_buffer<vulkan::device_type_t<T>>>&,                                      \
+      workspace<device_buffer<vulkan::device_type_t<T>>>&, kv_cache<device_buffer<vulkan::device_type_t<T>>>&,     \
+      index_t, device_executor<P, vulkan::device_type_t<T>>&);                                                     \
+  EXTERN template verification verify<T, vulkan_session<T, P>>(const config&, const weights<host_buffer<T>>&,     \
+                                                              vulkan_session<T, P>&, index_t, index_t,             \
+                                                              const std::string&, const verify_options&);
+#define KFORGE_MODEL_VULKAN_INSTANCES(EXTERN, P) \
+  KFORGE_MODEL_VULKAN_INSTANCE(EXTERN, P, float) \
+  KFORGE_MODEL_VULKAN_INSTANCE(EXTERN, P, half)  \
+  KFORGE_MODEL_VULKAN_INSTANCE(EXTERN, P, bfloat16)
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace kforge::model {
+KFORGE_MODEL_VULKAN_INSTANCES(extern, policy::vulkan<>)
+}  // namespace kforge::model
+#endif

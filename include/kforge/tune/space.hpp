@@ -79,19 +79,32 @@ struct policy_traits<policy::eigen> {
 };
 
 #if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+namespace detail {
+/// A CPU policy's blocking, as its policy_traits name and config show it
+/// (plain functions: the space's 54 policies share one copy of the code).
+struct cpu_blocking {
+  bool threaded;
+  int mr, nr, mc, nc, kc;
+  std::string family_name() const { return threaded ? "threaded" : "blocked"; }
+  std::string name() const {
+    return family_name() + "/" + std::to_string(mr) + "x" + std::to_string(nr) + "/mc" + std::to_string(mc) + "/nc" +
+           std::to_string(nc) + "/kc" + std::to_string(kc);
+  }
+  config cfg() const {
+    return {{"policy", family_name()}, {"micro", std::to_string(mr) + "x" + std::to_string(nr)},
+            {"mc", std::to_string(mc)}, {"nc", std::to_string(nc)}, {"kc", std::to_string(kc)}};
+  }
+};
+}  // namespace detail
+
 template <class P>
   requires cpu::detail::cpu_policy<P>
 struct policy_traits<P> {
   using C = cpu::detail::cpu_config<P>;
-  static std::string family_name() { return C::threaded ? "threaded" : "blocked"; }
-  static std::string name() {
-    return family_name() + "/" + std::to_string(C::mr) + "x" + std::to_string(C::nr) + "/mc" + std::to_string(C::mc) +
-           "/nc" + std::to_string(C::nc) + "/kc" + std::to_string(C::kc);
-  }
-  static config cfg() {
-    return {{"policy", family_name()}, {"micro", std::to_string(C::mr) + "x" + std::to_string(C::nr)},
-            {"mc", std::to_string(C::mc)}, {"nc", std::to_string(C::nc)}, {"kc", std::to_string(C::kc)}};
-  }
+  static constexpr detail::cpu_blocking blocking{C::threaded, C::mr, C::nr, C::mc, C::nc, C::kc};
+  static std::string family_name() { return blocking.family_name(); }
+  static std::string name() { return blocking.name(); }
+  static config cfg() { return blocking.cfg(); }
   static constexpr bool is_default = C::mr == cpu::detail::default_mr && C::nr == cpu::detail::default_nr &&
                                      C::mc == cpu::default_mc && C::nc == cpu::default_nc &&
                                      C::kc == cpu::default_kc && C::threaded;
@@ -210,5 +223,15 @@ using cpu_default_policy = policy::eigen;
 
 /// The candidates of the CPU gemm space.
 inline std::vector<candidate> cpu_gemm_candidates() { return gemm_candidates(cpu_gemm_space{}); }
+
+// The CPU space's candidates (54 gemm executors in three dtypes) compiled
+// once for kforge's own executables (kforge_instances; see
+// kforge/validate/execute.hpp).
+#if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+#define KFORGE_TUNE_CPU_SPACE_INSTANCES(EXTERN) EXTERN template std::vector<candidate> gemm_candidates(cpu_gemm_space);
+#if defined(KFORGE_EXTERN_INSTANCES)
+KFORGE_TUNE_CPU_SPACE_INSTANCES(extern)
+#endif
+#endif
 
 }  // namespace kforge::tune

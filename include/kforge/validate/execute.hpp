@@ -10,6 +10,7 @@
 
 #include "kforge/core/dispatch.hpp"
 #include "kforge/ops/ops.hpp"
+#include "kforge/policy/policy.hpp"
 #include "kforge/validate/problem.hpp"
 
 namespace kforge {
@@ -65,3 +66,24 @@ void execute(const problem& p, std::vector<host_tensor>& ts) {
 }
 
 }  // namespace kforge
+
+// kforge's own executables (tests, tool, benchmarks) compile the typed
+// executors once, in the kforge_instances library (instances/), and every
+// other translation unit only declares them: KFORGE_EXTERN_INSTANCES, set by
+// linking that library, never by a consumer of the headers. Each of these is
+// the whole op catalogue in one dtype under one policy (3 MB of code in a
+// test that validates against Eigen, half of its compile time).
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace kforge::detail {
+#define KFORGE_EXECUTE_INSTANCES(EXTERN, P)                                                   \
+  EXTERN template void execute_typed<P, float>(const problem&, std::vector<host_tensor>&);    \
+  EXTERN template void execute_typed<P, half>(const problem&, std::vector<host_tensor>&);     \
+  EXTERN template void execute_typed<P, bfloat16>(const problem&, std::vector<host_tensor>&);
+KFORGE_EXECUTE_INSTANCES(extern, policy::eigen)
+KFORGE_EXECUTE_INSTANCES(extern, policy::blocked<>)
+KFORGE_EXECUTE_INSTANCES(extern, policy::threaded<>)
+#if defined(KFORGE_HAS_VULKAN)
+KFORGE_EXECUTE_INSTANCES(extern, policy::vulkan<>)
+#endif
+}  // namespace kforge::detail
+#endif
