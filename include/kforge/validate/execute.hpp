@@ -85,5 +85,8 @@ KFORGE_EXECUTE_INSTANCES(extern, policy::threaded<>)
 #if defined(KFORGE_HAS_VULKAN)
 KFORGE_EXECUTE_INSTANCES(extern, policy::vulkan<>)
 #endif
+#if defined(KFORGE_HAS_TUNE)
+KFORGE_EXECUTE_INSTANCES(extern, policy::autotune)
+#endif
 }  // namespace kforge::detail
 #endif

@@ -1,0 +1,16 @@
+// instances/autotune.cpp — policy::autotune's instances for kforge's own
+// executables (see kforge/validate/execute.hpp): kforge::execute in each
+// dtype, and a host session's step and model::verify of it. One file: both
+// reach the same gemms of the whole CPU space, compiled here once.
+#include <kforge/model.hpp>
+#include <kforge/tune.hpp>
+#include <kforge/validate/execute.hpp>
+
+namespace kforge::detail {
+KFORGE_EXECUTE_INSTANCES(, policy::autotune)
+}  // namespace kforge::detail
+
+namespace kforge::model {
+KFORGE_MODEL_FORWARD_INSTANCES(, policy::autotune)
+KFORGE_MODEL_VERIFY_INSTANCES(, policy::autotune)
+}  // namespace kforge::model
