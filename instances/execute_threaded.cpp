@@ -1,8 +1,0 @@
-// instances/execute_threaded.cpp — kforge::execute under policy::threaded<>, every op and
-// dtype, compiled once for kforge's own executables (see execute.hpp).
-#include <kforge/cpu/cpu.hpp>
-#include <kforge/validate/execute.hpp>
-
-namespace kforge::detail {
-KFORGE_EXECUTE_INSTANCES(, policy::threaded<>)
-}  // namespace kforge::detail
