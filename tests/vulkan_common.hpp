@@ -11,6 +11,8 @@
 
 #include <kforge/vulkan.hpp>
 
+#include "scratch_dir.hpp"
+
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -22,14 +24,7 @@ namespace kft {
 
 using namespace kforge;
 
-inline std::string test_cache_dir() {
-  static const std::string dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("kforge-vk-test-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(d);
-    return d.string();
-  }();
-  return dir;
-}
+inline std::string test_cache_dir() { return ktest::scratch_dir("kforge-vk-test-").string(); }
 
 /// The per-wait timeout of the tests' contexts: lavapipe compiles a pipeline
 /// inside the first submission that uses it, and with a cold Mesa shader

@@ -443,6 +443,8 @@ TEST_CASE("vulkan device loss child" * doctest::skip(std::getenv("KFORGE_VK_HANG
     code = 14;
   }
   std::fflush(stdout);
+  std::error_code ec;
+  std::filesystem::remove_all(kft::test_cache_dir(), ec);  // _exit skips the directory's own cleanup
   _exit(code);
 }
 

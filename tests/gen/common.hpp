@@ -7,6 +7,8 @@
 
 #include <kforge/gen.hpp>
 
+#include "../scratch_dir.hpp"
+
 #include <signal.h>
 #include <unistd.h>
 
@@ -23,9 +25,7 @@ using namespace kforge;
 /// A fresh cache directory for this process, set as KFORGE_CACHE_DIR.
 inline std::filesystem::path test_cache() {
   static const std::filesystem::path dir = [] {
-    auto d = std::filesystem::temp_directory_path() / ("kforge-gen-test-" + std::to_string(::getpid()));
-    std::filesystem::remove_all(d);
-    std::filesystem::create_directories(d);
+    const std::filesystem::path& d = ktest::scratch_dir("kforge-gen-test-");
     setenv("KFORGE_CACHE_DIR", d.c_str(), 1);
     return d;
   }();
