@@ -73,12 +73,12 @@ void execute(const problem& p, std::vector<host_tensor>& ts) {
 // linking that library, never by a consumer of the headers. Each of these is
 // the whole op catalogue in one dtype under one policy (3 MB of code in a
 // test that validates against Eigen, half of its compile time).
-#if defined(KFORGE_EXTERN_INSTANCES)
-namespace kforge::detail {
 #define KFORGE_EXECUTE_INSTANCES(EXTERN, P)                                                   \
   EXTERN template void execute_typed<P, float>(const problem&, std::vector<host_tensor>&);    \
   EXTERN template void execute_typed<P, half>(const problem&, std::vector<host_tensor>&);     \
   EXTERN template void execute_typed<P, bfloat16>(const problem&, std::vector<host_tensor>&);
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace kforge::detail {
 KFORGE_EXECUTE_INSTANCES(extern, policy::eigen)
 KFORGE_EXECUTE_INSTANCES(extern, policy::blocked<>)
 KFORGE_EXECUTE_INSTANCES(extern, policy::threaded<>)
