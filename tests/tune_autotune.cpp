@@ -1,12 +1,14 @@
 // tests/tune_autotune.cpp — policy::autotune for gemm: a cache hit runs the
-// cached policy, a miss runs the default, a stale name falls back, and
-// tune-on-miss tunes, stores and uses the winner. Results are checked against
-// the Eigen reference each time.
+// cached policy (each micro-kernel of the CPU space, with an epilogue), a miss
+// runs the default, a stale name falls back, and tune-on-miss tunes, stores
+// and uses the winner; every candidate of the CPU space passes the validation
+// suite. Results are checked against the Eigen reference each time.
 #include <doctest/doctest.h>
 
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <vector>
 
 #include <kforge/tune.hpp>
@@ -120,4 +122,74 @@ TEST_CASE("tune on miss: tunes within its budget, stores the winner, uses it") {
   CHECK(tune::last_resolution().source == "cache");
   CHECK(tune::last_resolution().candidate == r.candidate);
   s = saved;
+}
+
+TEST_CASE("the CPU space: its policies' names in order, one default, every candidate passes the suite") {
+  const auto cands = tune::cpu_gemm_candidates();
+  const auto& names = tune::detail::space_names<tune::cpu_gemm_space>::get();
+  REQUIRE(cands.size() == tune::cpu_gemm_space::size);
+  std::set<std::string> seen;
+  int defaults = 0;
+  for (std::size_t i = 0; i < cands.size(); ++i) {
+    CHECK(cands[i].name == names[i]);
+    CHECK(seen.insert(cands[i].name).second);
+    if (cands[i].is_default) {
+      ++defaults;
+      CHECK(cands[i].name == tune::policy_traits<tune::cpu_default_policy>::name());
+    }
+  }
+  CHECK(defaults == 1);
+  // Odd sizes: partial micro-tiles and blocks in every dimension; K > 128 and
+  // M > 96 cross the smallest KC and MC of the space.
+  for (const auto* dt : {"f32", "f16", "bf16"}) {
+    kforge::problem p;
+    kforge::set_shape(p, "101x75x133");
+    p.type = kforge::parse_dtype(dt);
+    for (const auto& c : cands) {
+      CAPTURE(c.name);
+      CAPTURE(dt);
+      CHECK(kforge::validate(p, c.run).all_passed);
+    }
+  }
+  kforge::problem p;
+  kforge::set_shape(p, "8x8x8");
+  p.epilogue = "bias_relu";
+  std::vector<kforge::host_tensor> none;
+  CHECK_THROWS_AS(cands.front().run(p, none), kforge::unsupported_error);
+}
+
+TEST_CASE("a hit on each micro-kernel of the CPU space runs it, with the call's epilogue") {
+  scoped_cache_dir d("micro");
+  tune::autotune_settings().tune_on_miss = false;
+  const index_t m = 45, n = 70, k = 33;  // bucket 64x128x64, the packed path (M > 8)
+  std::vector<float> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n)), bias(n);
+  for (std::size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7919) % 13) / 13.0f - 0.5f;
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 104729) % 17) / 17.0f - 0.5f;
+  for (std::size_t i = 0; i < bias.size(); ++i) bias[i] = static_cast<float>(i % 5) / 5.0f - 0.4f;
+  const auto va = kforge::make_view(a.data(), {m, k});
+  const auto vb = kforge::make_view(b.data(), {k, n});
+  const auto vbias = kforge::make_view(bias.data(), {n});
+  std::vector<float> ref(static_cast<std::size_t>(m * n));
+  const op::gemm<float, kforge::epilogue::bias_gelu> o;
+  kforge::run<kforge::policy::eigen>(o, va, vb, vbias, kforge::make_view(ref.data(), {m, n}));
+  kforge::problem p;
+  kforge::set_shape(p, "45x70x33");
+  std::set<std::string> micros;
+  for (const auto& c : tune::cpu_gemm_candidates()) {
+    const std::string micro = c.name.substr(0, c.name.find("/mc"));  // "threaded/12x32"
+    if (!micros.insert(micro).second) continue;
+    CAPTURE(c.name);
+    tune::cache_entry e;
+    e.key = tune::key_for(p);
+    e.candidate = c.name;
+    e.cfg = c.cfg;
+    tune::tuning_cache().store({e});
+    tune::forget_resolutions();
+    std::vector<float> out(ref.size(), -7.0f);
+    kforge::run<kforge::policy::autotune>(o, va, vb, vbias, kforge::make_view(out.data(), {m, n}));
+    CHECK(tune::last_resolution().candidate == c.name);
+    CHECK(tune::last_resolution().source == "cache");
+    for (std::size_t i = 0; i < out.size(); ++i) REQUIRE(out[i] == doctest::Approx(ref[i]).epsilon(1e-4));
+  }
+  CHECK(micros.size() == tune::cpu_gemm_space::size / 9);  // {threaded, blocked} x each micro-tile, 9 blockings each
 }

@@ -69,12 +69,16 @@ concept cpu_policy = cpu_config<Policy>::available;
 struct blocking {
   int mc, nc, kc;
 };
+/// The blocking an MR×NR micro-kernel runs with for the knobs MC, NC, KC: MC
+/// and NC are rounded up to whole micro-tiles so that only the last block of
+/// a dimension is partial.
+constexpr blocking round_blocking(int mr, int nr, int mc, int nc, int kc) {
+  return {(mc + mr - 1) / mr * mr, (nc + nr - 1) / nr * nr, kc};
+}
 template <class Policy>
 constexpr blocking blocking_of() {
   using C = cpu_config<Policy>;
-  // MC and NC are rounded to whole micro-tiles so that only the last block
-  // of a dimension is partial.
-  return {(C::mc + C::mr - 1) / C::mr * C::mr, (C::nc + C::nr - 1) / C::nr * C::nr, C::kc};
+  return round_blocking(C::mr, C::nr, C::mc, C::nc, C::kc);
 }
 
 }  // namespace detail

@@ -24,10 +24,12 @@ const float* bias_f32(const tensor_view<const T>& bias, index_t n) {
   return p;
 }
 
-template <class Policy, class T, class E, class A>
-void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
-  using C = cpu_config<Policy>;
-  using S = typename C::simd;
+/// A gemm on the S, MR×NR micro-kernel with run-time blocking and thread
+/// count: what every blocked and threaded policy runs (gemm_compute below),
+/// and what policy::autotune and the tuner run for each candidate of the CPU
+/// space (tune/space.hpp) without a function per policy.
+template <class S, int MR, int NR, class T, class E, class A>
+void gemm_run(const op::gemm<T, E, A>& op, const gemm_args<T>& g, blocking blk, int threads) {
   if (g.m == 0 || g.n == 0) return;
   gemm_epilogue ep;
   ep.alpha = op.alpha;
@@ -53,12 +55,17 @@ void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
   const bool decode = g.m <= 8;
   const bool thin = S::width >= 16 && g.m <= 32 && g.n > 1024 && g.k >= 4096;
   if ((decode || thin) && (g.n <= 1 || g.b.stride(1) == 1)) {
-    const int threads = decode ? C::threads() : gemm_threads(g.m, g.n, g.k, C::threads());
-    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, threads);
+    gemm_skinny<S>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep,
+                   decode ? threads : gemm_threads(g.m, g.n, g.k, threads));
     return;
   }
-  gemm_blocked<S, C::mr, C::nr / S::width>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep,
-                                           blocking_of<Policy>(), C::threads());
+  gemm_blocked<S, MR, NR / S::width>(g.m, g.n, g.k, a, b, g.c.data, g.c.stride(0), g.c.stride(1), ep, blk, threads);
+}
+
+template <class Policy, class T, class E, class A>
+void gemm_compute(const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
+  using C = cpu_config<Policy>;
+  gemm_run<typename C::simd, C::mr, C::nr>(op, g, blocking_of<Policy>(), C::threads());
 }
 
 }  // namespace kforge::cpu::detail

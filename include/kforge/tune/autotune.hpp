@@ -435,8 +435,12 @@ struct impl<policy::autotune, op::gemm<T, E, A>>
     }
 #endif
     const int i = tune::resolve_gemm(dtype_of<T>(), g.m, g.n, g.k);
+#if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
+    tune::run_cpu_space_gemm(i, op, g);
+#else
     tune::detail::dispatch(i, op, g, tune::cpu_gemm_space{},
                            std::make_index_sequence<tune::cpu_gemm_space::size>{});
+#endif
   }
 };
 

@@ -11,8 +11,11 @@
 //
 // CPU gemm space (tune::cpu_gemm_space): {blocked, threaded} × 3 micro-tiles
 // of the compiled ISA × MC {96, 192, 384} × KC {128, 256, 512}, NC at the
-// backend's default 4096. The blocking knobs are run-time values inside the
-// CPU kernels, so the 54 policies compile only 3 micro-kernels per dtype.
+// backend's default 4096. The blocking knobs and the thread count are run-time
+// values inside the CPU kernels, so the space's candidates (and
+// policy::autotune's dispatch to them) run from a table of the 54 blockings
+// (cpu_space_blockings) through the 3 micro-kernels: a program that tunes or
+// autotunes compiles 3 gemms per dtype and epilogue, not 54.
 // Tuning runs the plain product (epilogue none): epilogues are applied in the
 // micro-kernel's write-back and do not change which blocking is fastest.
 //
@@ -21,6 +24,7 @@
 // is linked.
 #pragma once
 
+#include <array>
 #include <functional>
 #include <string>
 #include <tuple>
@@ -221,17 +225,92 @@ using cpu_gemm_space = policy_list<policy::eigen>;
 using cpu_default_policy = policy::eigen;
 #endif
 
-/// The candidates of the CPU gemm space.
-inline std::vector<candidate> cpu_gemm_candidates() { return gemm_candidates(cpu_gemm_space{}); }
-
-// The CPU space's candidates (54 gemm executors in three dtypes) compiled
-// once for kforge's own executables (kforge_instances; see
-// kforge/validate/execute.hpp).
 #if defined(KFORGE_TUNE_HAS_CPU_BACKEND)
-#define KFORGE_TUNE_CPU_SPACE_INSTANCES(EXTERN) EXTERN template std::vector<candidate> gemm_candidates(cpu_gemm_space);
-#if defined(KFORGE_EXTERN_INSTANCES)
-KFORGE_TUNE_CPU_SPACE_INSTANCES(extern)
-#endif
+namespace detail {
+template <class List>
+struct cpu_blocking_table;
+template <class... P>
+struct cpu_blocking_table<policy_list<P...>> {
+  static constexpr std::array<cpu_blocking, sizeof...(P)> value{policy_traits<P>::blocking...};
+};
+
+/// Runs a gemm with blocking b: its micro-tile picks the micro-kernel (one
+/// of cpu_micros), the rest are run-time values.
+template <class T, class E, class A, class... Micro>
+void run_cpu_gemm(const cpu_blocking& b, const op::gemm<T, E, A>& op, const gemm_args<T>& g, std::tuple<Micro...>*) {
+  using S = cpu::detail::simd_native;
+  const cpu::detail::blocking blk = cpu::detail::round_blocking(b.mr, b.nr, b.mc, b.nc, b.kc);
+  const int threads = b.threaded ? cpu::default_num_threads() : 1;
+  const bool ran = ((b.mr == Micro::mr && b.nr == Micro::nr
+                         ? (cpu::detail::gemm_run<S, Micro::mr, Micro::nr>(op, g, blk, threads), true)
+                         : false) ||
+                    ...);
+  if (!ran)
+    throw unsupported_error("kforge::tune: micro-tile " + std::to_string(b.mr) + "x" + std::to_string(b.nr) +
+                            " is not compiled into this build's CPU space");
+}
+}  // namespace detail
+
+/// The blocking of every policy of cpu_gemm_space, in list order.
+inline constexpr const auto& cpu_space_blockings = detail::cpu_blocking_table<cpu_gemm_space>::value;
+
+/// Runs op on g with the i-th blocking of cpu_gemm_space (policy::autotune's
+/// dispatch; i outside the space: cpu_default_policy).
+template <class T, class E, class A>
+void run_cpu_space_gemm(int i, const op::gemm<T, E, A>& op, const gemm_args<T>& g) {
+  if (i < 0 || static_cast<std::size_t>(i) >= cpu_space_blockings.size())
+    return cpu::detail::gemm_compute<cpu_default_policy>(op, g);
+  detail::run_cpu_gemm(cpu_space_blockings[static_cast<std::size_t>(i)], op, g, static_cast<detail::cpu_micros*>(nullptr));
+}
+
+namespace detail {
+template <class T>
+void cpu_space_gemm_typed(const cpu_blocking& b, const problem& p, std::vector<host_tensor>& ts) {
+  if (p.epilogue != "none")
+    throw unsupported_error("kforge::tune: the gemm search space is compiled for epilogue none (got " + p.epilogue +
+                            "); the blocking chosen for the plain product is used for every epilogue");
+  if (ts.size() != 3) throw argument_error("kforge::gemm: expected 3 tensors, got " + std::to_string(ts.size()));
+  using Op = op::gemm<T>;
+  Op o;
+  o.alpha = p.alpha;
+  o.beta = p.beta;
+  const gemm_args<T> g = check_gemm<T>(kforge::detail::operand_view<Op, 0>(ts[0]),
+                                       kforge::detail::operand_view<Op, 1>(ts[1]), {}, false,
+                                       kforge::detail::operand_view<Op, 2>(ts[2]));
+  run_cpu_gemm(b, o, g, static_cast<cpu_micros*>(nullptr));
+}
+
+/// The executor of one candidate of the CPU space.
+inline void cpu_space_gemm(const cpu_blocking& b, const problem& p, std::vector<host_tensor>& ts) {
+  if (!is_family<gemm_traits>(p)) throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
+  switch (p.type) {
+    case dtype::f32: cpu_space_gemm_typed<float>(b, p, ts); break;
+    case dtype::f16: cpu_space_gemm_typed<half>(b, p, ts); break;
+    case dtype::bf16: cpu_space_gemm_typed<bfloat16>(b, p, ts); break;
+    case dtype::f64:
+    case dtype::i32: throw unsupported_error("kforge::gemm: " + std::string(to_string(p.type)) + " is not a kernel dtype");
+  }
+}
+}  // namespace detail
+
+/// The candidates of the CPU gemm space, in cpu_gemm_space's order.
+inline std::vector<candidate> cpu_gemm_candidates() {
+  std::vector<candidate> out;
+  for (const detail::cpu_blocking& b : cpu_space_blockings) {
+    candidate c;
+    c.name = b.name();
+    c.cfg = b.cfg();
+    c.family = "cpu";
+    c.run = [b](const problem& p, std::vector<host_tensor>& ts) { detail::cpu_space_gemm(b, p, ts); };
+    c.is_default = b.threaded && b.mr == cpu::detail::default_mr && b.nr == cpu::detail::default_nr &&
+                   b.mc == cpu::default_mc && b.nc == cpu::default_nc && b.kc == cpu::default_kc;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+#else
+/// The candidates of the CPU gemm space (the Eigen reference alone in a build without the CPU backend).
+inline std::vector<candidate> cpu_gemm_candidates() { return gemm_candidates(cpu_gemm_space{}); }
 #endif
 
 }  // namespace kforge::tune
