@@ -118,4 +118,22 @@ void record_problem(stream& s, const problem& p, std::vector<device_tensor<D>>& 
   detail::record_problem_any<Policy, D>(s, p, ts);
 }
 
+// kforge's own executables (the tool's resident timings, bench/vk_models)
+// compile the recording of every op in each dtype once, in kforge_instances
+// (see kforge/validate/execute.hpp): on operands of any type, and on operands
+// all of one type.
+#define KFORGE_VULKAN_PROBLEM_INSTANCES(EXTERN, P)                                                                 \
+  EXTERN template void record_problem_any<P, float>(stream&, const problem&, std::vector<device_operand>&);       \
+  EXTERN template void record_problem_any<P, half>(stream&, const problem&, std::vector<device_operand>&);        \
+  EXTERN template void record_problem_any<P, bfloat16>(stream&, const problem&, std::vector<device_operand>&);    \
+  EXTERN template void record_problem_any<P, float>(stream&, const problem&, std::vector<device_tensor<float>>&); \
+  EXTERN template void record_problem_any<P, half>(stream&, const problem&, std::vector<device_tensor<half>>&);   \
+  EXTERN template void record_problem_any<P, bfloat16>(stream&, const problem&,                                  \
+                                                       std::vector<device_tensor<bfloat16>>&);
+#if defined(KFORGE_EXTERN_INSTANCES)
+namespace detail {
+KFORGE_VULKAN_PROBLEM_INSTANCES(extern, policy::vulkan<>)
+}  // namespace detail
+#endif
+
 }  // namespace kforge::vulkan
