@@ -118,30 +118,35 @@ struct policy_traits<P> {
 // ---- executors that instantiate one op family ----------------------------------
 
 namespace detail {
-template <class P, class T>
-void gemm_typed(const problem& p, std::vector<host_tensor>& ts) {
+/// The plain product of gemm problem p in its dtype, op::gemm<T> with p's
+/// alpha and beta, given to run.template operator()<T>(op); any other op or
+/// an epilogue throws unsupported_error.
+template <class Run>
+void with_plain_gemm(const problem& p, Run run) {
+  if (!is_family<gemm_traits>(p)) throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
   if (p.epilogue != "none")
     throw unsupported_error("kforge::tune: the gemm search space is compiled for epilogue none (got " + p.epilogue +
                             "); the blocking chosen for the plain product is used for every epilogue");
-  op::gemm<T> o;
-  o.alpha = p.alpha;
-  o.beta = p.beta;
-  kforge::detail::run_tensors<P, T>(o, ts);
+  auto typed = [&]<class T>() {
+    op::gemm<T> o;
+    o.alpha = p.alpha;
+    o.beta = p.beta;
+    run.template operator()<T>(o);
+  };
+  switch (p.type) {
+    case dtype::f32: typed.template operator()<float>(); break;
+    case dtype::f16: typed.template operator()<half>(); break;
+    case dtype::bf16: typed.template operator()<bfloat16>(); break;
+    case dtype::f64:
+    case dtype::i32: throw unsupported_error("kforge::gemm: " + std::string(to_string(p.type)) + " is not a kernel dtype");
+  }
 }
 }  // namespace detail
 
 /// Runs a gemm problem under P; any other op throws unsupported_error.
 template <class P>
 void gemm_executor(const problem& p, std::vector<host_tensor>& ts) {
-  if (!is_family<gemm_traits>(p))
-    throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
-  switch (p.type) {
-    case dtype::f32: detail::gemm_typed<P, float>(p, ts); break;
-    case dtype::f16: detail::gemm_typed<P, half>(p, ts); break;
-    case dtype::bf16: detail::gemm_typed<P, bfloat16>(p, ts); break;
-    case dtype::f64:
-    case dtype::i32: throw unsupported_error("kforge::gemm: " + std::string(to_string(p.type)) + " is not a kernel dtype");
-  }
+  detail::with_plain_gemm(p, [&]<class T>(const op::gemm<T>& o) { kforge::detail::run_tensors<P, T>(o, ts); });
 }
 
 template <class P>
@@ -264,32 +269,16 @@ void run_cpu_space_gemm(int i, const op::gemm<T, E, A>& op, const gemm_args<T>& 
 }
 
 namespace detail {
-template <class T>
-void cpu_space_gemm_typed(const cpu_blocking& b, const problem& p, std::vector<host_tensor>& ts) {
-  if (p.epilogue != "none")
-    throw unsupported_error("kforge::tune: the gemm search space is compiled for epilogue none (got " + p.epilogue +
-                            "); the blocking chosen for the plain product is used for every epilogue");
-  if (ts.size() != 3) throw argument_error("kforge::gemm: expected 3 tensors, got " + std::to_string(ts.size()));
-  using Op = op::gemm<T>;
-  Op o;
-  o.alpha = p.alpha;
-  o.beta = p.beta;
-  const gemm_args<T> g = check_gemm<T>(kforge::detail::operand_view<Op, 0>(ts[0]),
-                                       kforge::detail::operand_view<Op, 1>(ts[1]), {}, false,
-                                       kforge::detail::operand_view<Op, 2>(ts[2]));
-  run_cpu_gemm(b, o, g, static_cast<cpu_micros*>(nullptr));
-}
-
 /// The executor of one candidate of the CPU space.
 inline void cpu_space_gemm(const cpu_blocking& b, const problem& p, std::vector<host_tensor>& ts) {
-  if (!is_family<gemm_traits>(p)) throw unsupported_error("kforge::tune: the gemm space cannot run " + p.op);
-  switch (p.type) {
-    case dtype::f32: cpu_space_gemm_typed<float>(b, p, ts); break;
-    case dtype::f16: cpu_space_gemm_typed<half>(b, p, ts); break;
-    case dtype::bf16: cpu_space_gemm_typed<bfloat16>(b, p, ts); break;
-    case dtype::f64:
-    case dtype::i32: throw unsupported_error("kforge::gemm: " + std::string(to_string(p.type)) + " is not a kernel dtype");
-  }
+  with_plain_gemm(p, [&]<class T>(const op::gemm<T>& o) {
+    if (ts.size() != 3) throw argument_error("kforge::gemm: expected 3 tensors, got " + std::to_string(ts.size()));
+    using Op = op::gemm<T>;
+    const gemm_args<T> g = check_gemm<T>(kforge::detail::operand_view<Op, 0>(ts[0]),
+                                         kforge::detail::operand_view<Op, 1>(ts[1]), {}, false,
+                                         kforge::detail::operand_view<Op, 2>(ts[2]));
+    run_cpu_gemm(b, o, g, static_cast<cpu_micros*>(nullptr));
+  });
 }
 }  // namespace detail
 
