@@ -284,6 +284,7 @@ inline void cpu_space_gemm(const cpu_blocking& b, const problem& p, std::vector<
 
 /// The candidates of the CPU gemm space, in cpu_gemm_space's order.
 inline std::vector<candidate> cpu_gemm_candidates() {
+  const std::string dflt = policy_traits<cpu_default_policy>::name();
   std::vector<candidate> out;
   for (const detail::cpu_blocking& b : cpu_space_blockings) {
     candidate c;
@@ -291,8 +292,7 @@ inline std::vector<candidate> cpu_gemm_candidates() {
     c.cfg = b.cfg();
     c.family = "cpu";
     c.run = [b](const problem& p, std::vector<host_tensor>& ts) { detail::cpu_space_gemm(b, p, ts); };
-    c.is_default = b.threaded && b.mr == cpu::detail::default_mr && b.nr == cpu::detail::default_nr &&
-                   b.mc == cpu::default_mc && b.nc == cpu::default_nc && b.kc == cpu::default_kc;
+    c.is_default = c.name == dflt;
     out.push_back(std::move(c));
   }
   return out;
