@@ -308,7 +308,7 @@ TEST_CASE("bf16 never takes the f16-only cooperative-matrix kernels; coopmat2 wh
   vulkan::device_info d;  // an H100-like device (tests/vulkan_spirv.cpp lists its shapes)
   d.name = "H100-like";
   d.storage_16bit = d.fp16_arithmetic = d.nv_cooperative_matrix = d.nv_coopmat_f16_16x16x16 = true;
-  d.nv_cooperative_matrix2 = d.bf16_cooperative_matrix = true;
+  d.nv_cooperative_matrix2 = d.bf16_cooperative_matrix = d.coopmat2_conversions = true;
   d.subgroup_size = d.min_subgroup_size = d.max_subgroup_size = 32;
   d.subgroup_ops = VK_SUBGROUP_FEATURE_SHUFFLE_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
   d.max_workgroup_invocations = 1024, d.max_shared_memory = 49152;
@@ -338,6 +338,13 @@ TEST_CASE("bf16 never takes the f16-only cooperative-matrix kernels; coopmat2 wh
   CHECK(K::gemm(no_bf16, dtype::bf16, 4096, 4096, 4096).kernel == gemm_kernel::tiled);
   CHECK(K::gemm(no_bf16, dtype::f16, 4096, 4096, 4096).kernel == gemm_kernel::coopmat2);
   CHECK_THROWS_AS(vulkan::knobs<policy::coopmat<true>>::gemm(no_bf16, dtype::bf16, 64, 64, 64), unsupported_error);
+  // bf16 C leaves the kernel through a use conversion (no bf16 accumulators are listed): without
+  // the conversions feature bf16 takes the tiled kernel, f16 (an f16 accumulator) still coopmat2.
+  vulkan::device_info no_conversions = d;
+  no_conversions.coopmat2_conversions = false;
+  CHECK(!vulkan::coopmat2_available(no_conversions, dtype::bf16));
+  CHECK(K::gemm(no_conversions, dtype::bf16, 4096, 4096, 4096).kernel == gemm_kernel::tiled);
+  CHECK(K::gemm(no_conversions, dtype::f16, 4096, 4096, 4096).kernel == gemm_kernel::coopmat2);
   // attention: bf16 prefill takes the coopmat kernel (f16 fragments, scaled tiles) like f16, decode the
   // split one; coopmat<false> the scalar one; without f16 cooperative matrices bf16 prefill is scalar.
   const vulkan::attention_dims prefill{1, 8, 8, 512, 512, 64, 64, true, false}, decode{1, 32, 8, 1, 4096, 128, 128, false, false};

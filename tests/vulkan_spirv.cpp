@@ -8,6 +8,7 @@
 #include <spirv-tools/libspirv.hpp>
 
 #include <limits>
+#include <map>
 #include <set>
 
 #include "vulkan_common.hpp"
@@ -126,11 +127,35 @@ std::size_t find_instruction(const std::vector<std::uint32_t>& w, std::uint16_t 
   return 0;
 }
 
+/// Whether module w declares a cooperative-matrix type of bfloat16 components and use accumulator
+/// (a type NVIDIA's drivers do not list; the validation layer reports it, VUID ...-10165).
+bool declares_bf16_accumulator(const std::vector<std::uint32_t>& w) {
+  std::set<std::uint32_t> bf16;
+  std::map<std::uint32_t, std::uint32_t> constants;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> matrices;  // component type id, use id
+  for (std::size_t i = 5; i < w.size() && (w[i] >> 16); i += w[i] >> 16) {
+    const std::uint32_t opcode = w[i] & 0xffffu, count = w[i] >> 16;
+    if (opcode == 22 && count == 4 && w[i + 2] == 16) bf16.insert(w[i + 1]);  // OpTypeFloat 16 BFloat16KHR
+    if (opcode == 43 && count == 4) constants[w[i + 2]] = w[i + 3];           // OpConstant
+    if (opcode == 4456) matrices.emplace_back(w[i + 2], w[i + 6]);            // OpTypeCooperativeMatrixKHR
+  }
+  for (const auto& [comp, use] : matrices)
+    if (bf16.count(comp) && constants.count(use) && constants[use] == 2) return true;
+  return false;
+}
+
+bool declares_capability(const std::vector<std::uint32_t>& w, std::uint32_t cap) {
+  for (std::size_t i = 5; i < w.size() && (w[i] >> 16); i += w[i] >> 16)
+    if ((w[i] & 0xffffu) == 17 && w[i + 1] == cap) return true;
+  return false;
+}
+
 /// What the H100's driver lists for workgroup-scope matrices (docs/bench/h100-2026-11-24-coopmat2/).
 vulkan::device_info h100_like() {
   vulkan::device_info h100;
   h100.name = "H100-like";
   h100.nv_cooperative_matrix2 = h100.storage_16bit = h100.fp16_arithmetic = h100.bf16_cooperative_matrix = true;
+  h100.coopmat2_conversions = true;
   h100.coopmat2_max_workgroup = 256, h100.coopmat2_max_dimension = 1024;
   for (dtype t : {dtype::f16, dtype::bf16})
     for (vulkan::coopmat2_shape sh : {vulkan::coopmat2_shape{16, 16, 16, t, 32}, {16, 16, 16, t, 64}, {32, 16, 16, t, 128},
@@ -215,6 +240,10 @@ TEST_CASE("spirv checker: every coopmat2 gemm variant is well formed and has gem
     CHECK_NOTHROW(sp::check_module(spec.name(), w));
     CHECK_NOTHROW(vulkan::detail::check_interface_by_decorations(spec.name(), w, {4, 24, {0, 1, 2, 3, 4}}));
     CHECK(vulkan::detail::uses_coopmat(w));
+    // No bf16 accumulator matrix (NVIDIA lists none): bf16 C leaves through a matrix of use A,
+    // converted from the f32 accumulator, which needs CooperativeMatrixConversionsNV (5431).
+    CHECK_MESSAGE(!declares_bf16_accumulator(w), spec.name());
+    CHECK(declares_capability(w, 5431) == (spec.bf16 && !spec.split));
     // Debian's SPIRV-Tools cannot read it (the reason the checker exists).
     std::string log;
     CHECK_FALSE(spirv_tools_valid(w, log));
@@ -256,7 +285,10 @@ TEST_CASE("spirv checker: every coopmat2 attention variant is well formed and ha
   h100.coopmat2_reductions = h100.nv_coopmat_f16_16x16x16 = true;
   for (index_t d : {16, 64, 80, 128, 256})
     for (dtype t : {dtype::f16, dtype::bf16}) {
-      CHECK_MESSAGE(vulkan::attention_coopmat2_check(h100, t, d, d, vulkan::attention_coopmat2_default(d, d)).empty(), d);
+      // bf16 is refused: its P and output are bf16 accumulator matrices, which NVIDIA does not list.
+      const std::string why = vulkan::attention_coopmat2_check(h100, t, d, d, vulkan::attention_coopmat2_default(d, d));
+      if (t == dtype::f16) CHECK_MESSAGE(why.empty(), d);
+      else CHECK_MESSAGE(why.find("bf16 accumulator") != std::string::npos, d);
       const vulkan::attention_dims prefill{1, 8, 8, 512, 512, d, d, true, false};
       CHECK(vulkan::attention_kernel_for(h100, t, prefill) != vulkan::attention_kernel::coopmat2);
       CHECK(vulkan::attention_kernel_for(h100, t, prefill, 1) != vulkan::attention_kernel::coopmat2);
@@ -295,6 +327,10 @@ TEST_CASE("spirv checker: refuses broken modules, saying what is wrong") {
   };
   refuses(without_instruction(good, 17, sp::cap::cooperative_matrix_khr), "no CooperativeMatrixKHR capability");
   refuses(without_instruction(good, 17, sp::cap::cooperative_matrix_per_element_nv), "no per-element capability");
+  // bf16 C converted from the f32 accumulator to a matrix of use A: a use change needs the capability.
+  refuses(without_instruction(sp::gemm_coopmat2({true, false, fn::identity, false, false}), 17,
+                              sp::cap::cooperative_matrix_conversions_nv),
+          "a use-changing conversion without CooperativeMatrixConversionsNV");
   {  // A and B swapped in the MulAdd
     auto w = good;
     const std::size_t at = find_instruction(w, 4459);

@@ -121,6 +121,11 @@ inline std::string attention_coopmat2_check(const device_info& info, dtype dt, i
   if (!coopmat2_available(info, dt) || !info.coopmat2_reductions)
     return "device '" + info.name + "' lacks workgroup-scope " + std::string(to_string(dt)) +
            " cooperative matrices with reductions and conversions";
+  // The bf16 variant keeps P, the masked V blocks and O in bf16 accumulator matrices, which NVIDIA's
+  // drivers do not list (the validation layer 1.4.363 reports such types on the H200): not run.
+  if (dt == dtype::bf16)
+    return "attention_coopmat2 on bf16 needs bf16 accumulator matrices, which the device does not list (bf16 "
+           "attention runs the coopmat kernel)";
   if (d <= 0 || dv <= 0 || d % 16 || dv % 16 || d > 256 || dv > 256)
     return "head dims D=" + n(static_cast<std::uint64_t>(d)) + ", Dv=" + n(static_cast<std::uint64_t>(dv)) +
            " are not multiples of 16 up to 256";

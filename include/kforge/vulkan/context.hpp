@@ -301,7 +301,8 @@ class context {
       fkhr.cooperativeMatrix = VK_TRUE;
       fcm2.cooperativeMatrixWorkgroupScope = fcm2.cooperativeMatrixFlexibleDimensions = VK_TRUE;
       fcm2.cooperativeMatrixTensorAddressing = fcm2.cooperativeMatrixPerElementOperations = VK_TRUE;
-      fcm2.cooperativeMatrixReductions = fcm2.cooperativeMatrixConversions = info_.coopmat2_reductions ? VK_TRUE : VK_FALSE;
+      fcm2.cooperativeMatrixConversions = info_.coopmat2_conversions ? VK_TRUE : VK_FALSE;
+      fcm2.cooperativeMatrixReductions = info_.coopmat2_reductions ? VK_TRUE : VK_FALSE;
       *tail = &fkhr, tail = &fkhr.pNext;
       *tail = &fcm2, tail = &fcm2.pNext;
       exts.push_back(ext::khr_cooperative_matrix);

@@ -60,7 +60,8 @@ struct device_info {
   // dimensions, tensor addressing and per-element operations (and the KHR extension, the memory model,
   // maintenance4, 16-bit storage, Vulkan 1.3).
   bool nv_cooperative_matrix2 = false;
-  bool coopmat2_reductions = false;  // ... with reductions and use conversions (attention_coopmat2)
+  bool coopmat2_conversions = false;  // ... with use conversions (bf16 gemm's output: no bf16 accumulators are listed)
+  bool coopmat2_reductions = false;   // ... with reductions and use conversions (attention_coopmat2)
   std::uint32_t coopmat2_max_workgroup = 0, coopmat2_max_dimension = 0, coopmat2_reserved_shared = 0;
   std::vector<coopmat2_shape> coopmat2_shapes;  // f16 and bf16 inputs, f32 accumulation, workgroup scope
   bool bf16_type = false;                // VK_KHR_shader_bfloat16: shaderBFloat16Type
@@ -228,7 +229,8 @@ inline device_info query_device(VkInstance inst, VkPhysicalDevice p, int index, 
   d.nv_cooperative_matrix2 = nv_cm2 && d.khr_cooperative_matrix && d.maintenance4 && f11.storageBuffer16BitAccess &&
                              fcm2.cooperativeMatrixWorkgroupScope && fcm2.cooperativeMatrixFlexibleDimensions &&
                              fcm2.cooperativeMatrixTensorAddressing && fcm2.cooperativeMatrixPerElementOperations;
-  d.coopmat2_reductions = d.nv_cooperative_matrix2 && fcm2.cooperativeMatrixReductions && fcm2.cooperativeMatrixConversions;
+  d.coopmat2_conversions = d.nv_cooperative_matrix2 && fcm2.cooperativeMatrixConversions;
+  d.coopmat2_reductions = d.coopmat2_conversions && fcm2.cooperativeMatrixReductions;
   if (d.nv_cooperative_matrix2) {
     d.coopmat2_max_workgroup = cm2p.cooperativeMatrixWorkgroupScopeMaxWorkgroupSize;
     d.coopmat2_max_dimension = cm2p.cooperativeMatrixFlexibleDimensionsMaxDimension;
@@ -312,10 +314,13 @@ inline std::string json_escape(const std::string& s) {
 
 /// Whether d offers workgroup-scope cooperative matrices of dt inputs to the
 /// coopmat2 kernel (VK_NV_cooperative_matrix2 with 16-bit storage, and a shape
-/// of dt listed). gemm_config.hpp's coopmat2_available adds what else the
-/// kernel needs; for bf16 this is all: bf16 gemm runs on the tensor cores.
+/// of dt listed; for bf16 also use conversions: bf16 C leaves the kernel as a
+/// matrix of use A, as no bf16 accumulators are listed). gemm_config.hpp's
+/// coopmat2_available adds what else the kernel needs; for bf16 this is all:
+/// bf16 gemm runs on the tensor cores.
 inline bool coopmat2_lists(const device_info& d, dtype dt) {
   if (!d.nv_cooperative_matrix2 || !d.storage_16bit) return false;
+  if (dt == dtype::bf16 && !d.coopmat2_conversions) return false;
   for (const auto& c : d.coopmat2_shapes)
     if (c.type == dt) return true;
   return false;
@@ -352,6 +357,7 @@ inline std::string devices_json() {
       << ", \"nv_cooperative_matrix\": " << (d.nv_cooperative_matrix ? "true" : "false")
       << ", \"khr_cooperative_matrix\": " << (d.khr_cooperative_matrix ? "true" : "false")
       << ", \"nv_cooperative_matrix2\": " << (d.nv_cooperative_matrix2 ? "true" : "false")
+      << ", \"coopmat2_conversions\": " << (d.coopmat2_conversions ? "true" : "false")
       << ", \"coopmat2_reductions\": " << (d.coopmat2_reductions ? "true" : "false")
       << ", \"coopmat2_shapes\": \"" << detail::coopmat2_shapes_str(d) << "\""
       << ", \"bf16_tensors\": " << (d.storage_16bit ? "true" : "false")

@@ -119,7 +119,7 @@ inline bool coopmat_f16_available(const device_info& d) {
 inline bool coopmat2_available(const device_info& d, dtype dt) {
   if (dt != dtype::f16 && dt != dtype::bf16) return false;
   if (dt == dtype::f16 && !d.fp16_arithmetic) return false;
-  return coopmat2_lists(d, dt);
+  return coopmat2_lists(d, dt);  // bf16: with use conversions (its C leaves as a matrix of use A)
 }
 
 /// gemv: lanes of one column group, which split its K step between them (0 if bn does not divide).
@@ -185,7 +185,7 @@ inline std::string gemm_config_check(const device_info& d, dtype dt, const gemm_
     bool listed = false;
     for (const auto& s : d.coopmat2_shapes)
       listed = listed || (s.type == dt && s.invocations == c.wg() && s.m && s.n && s.k && c.bm % s.m == 0 &&
-                          c.bn % s.n == 0 && c.bk % s.k == 0);
+                          c.bn % s.n == 0 && c.bk % s.k == 0 && (dt != dtype::bf16 || c.bn % s.k == 0));  // bf16 C: use A
     if (!listed)
       return "no workgroup-scope shape of " + std::string(to_string(dt)) + " with " + n(c.wg()) +
              " invocations divides the tile " + n(c.bm) + "x" + n(c.bn) + "x" + n(c.bk);

@@ -24,7 +24,9 @@
 // causal and not) but 29–54 TFLOP/s there against the subgroup-fragment
 // kernel's 130–180 (docs/PERFORMANCE.md, with timing probes that drop parts
 // of the softmax), so no policy picks it; S and L must be whole blocks. Not
-// run on a GPU yet: the bf16 variants and the masked-V fix-up below.
+// run on a GPU yet: the bf16 variants (attention_coopmat2_check refuses them:
+// they use bf16 accumulator matrices, which NVIDIA does not list) and the
+// masked-V fix-up below.
 //
 // M starts at −FLT_MAX/2, so a row whose keys so far are all masked (or all
 // −Inf) keeps p = 0 and e = 1; a row of −Inf scores ends 0/0 = NaN, a +Inf

@@ -18,8 +18,9 @@
 //   - capabilities and extensions each instruction and type needs;
 //   - cooperative-matrix typing: MulAdd's A (M×K, use A), B (K×N, use B),
 //     C and result (M×N, accumulator), one scope, the same size ids;
-//     tensor loads' Object typed as their result; a conversion keeps scope,
-//     size and use (ConvertNV: only the use may change); a per-element op's
+//     tensor loads' Object typed as their result; a conversion keeps scope
+//     and size, and its use but for accumulator to A or B (which needs
+//     CooperativeMatrixConversionsNV; ConvertNV: only the use may change); a per-element op's
 //     function takes (uint, uint, the component type, extras...) and returns
 //     the component type (an extra of the matrix's type passes its element);
 //     a reduction keeps the reduced dimension and combines two components.
@@ -362,8 +363,13 @@ inline void check_module(const std::string& name, const std::vector<word>& w) {
       const inst* rt = def_of(x.ops[0]);
       if (rt && rt->opcode == static_cast<word>(op::type_cooperative_matrix_khr)) {
         const cm r = coopmat_of(x.ops[0], x.at), s = coopmat_of(result_type(x.ops[2]), x.at);
-        if (!same(r.scope, s.scope) || !same(r.rows, s.rows) || !same(r.cols, s.cols) || !same(r.use, s.use))
-          fail(x.at, "a matrix conversion or scaling changes scope, size or use");
+        if (!same(r.scope, s.scope) || !same(r.rows, s.rows) || !same(r.cols, s.cols))
+          fail(x.at, "a matrix conversion or scaling changes scope or size");
+        // A conversion may also change the use, accumulator to A or B (CooperativeMatrixConversionsNV).
+        if (!same(r.use, s.use) &&
+            (o != op::f_convert || value(s.use).second != use_accumulator || value(r.use).second == use_accumulator))
+          fail(x.at, "a matrix conversion or scaling changes the use (only a conversion, accumulator to A or B)");
+        if (!same(r.use, s.use)) need(x.at, 5431, "a conversion that changes a matrix's use");
         if (o == op::matrix_times_scalar && result_type(x.ops[3]) != r.comp)
           fail(x.at, "MatrixTimesScalar: the scalar is not of the component type");
       }

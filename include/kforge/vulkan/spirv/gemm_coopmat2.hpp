@@ -26,7 +26,12 @@
 // Epilogue (not split): v = alpha·acc (+ beta·C when the variant reads C) (+
 // bias[n]) then the activation, per element through
 // OpCooperativeMatrixPerElementOpNV with the same formulas as
-// shaders/common.hpp's kf_apply; then converted to the storage type.
+// shaders/common.hpp's kf_apply; then converted to the storage type. f16 C is
+// stored from an f16 accumulator matrix; bf16 C from a bf16 matrix of use A
+// (OpFConvert changing the use, CooperativeMatrixConversionsNV): NVIDIA lists
+// no bf16 accumulator matrices, and the validation layer (1.4.363, on the
+// H200) reports one as VUID-RuntimeSpirv-cooperativeMatrixFlexibleDimensions-10165.
+// Its columns are then K-granular (gemm_config_check checks BN for that).
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -174,7 +179,9 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   // H100), so the epilogue rounds each value to the nearest even bf16 first, which any rounding mode
   // then converts exactly.
   const bool per_element = !v.split && (v.bf16 || v.bias || v.read_c || v.act != fn::identity);
-  if (per_element) detail::coopmat2_prelude(mb, v.bf16, {cap::cooperative_matrix_per_element_nv});
+  const bool bf16_out = v.bf16 && !v.split;  // C stored through a matrix of use A (see the top)
+  if (bf16_out) detail::coopmat2_prelude(mb, v.bf16, {cap::cooperative_matrix_per_element_nv, cap::cooperative_matrix_conversions_nv});
+  else if (per_element) detail::coopmat2_prelude(mb, v.bf16, {cap::cooperative_matrix_per_element_nv});
   else detail::coopmat2_prelude(mb, v.bf16, {});
 
   const id u32 = mb.type_uint(), f32 = mb.type_float(32), t16 = v.bf16 ? mb.type_bfloat16() : mb.type_float(16);
@@ -204,7 +211,7 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   const id mat_a = mb.type_coopmat(t16, scope_wg, bm, bk, mb.const_uint(use_a));
   const id mat_b = mb.type_coopmat(t16, scope_wg, bk, bn, mb.const_uint(use_b));
   const id acc_t = mb.type_coopmat(f32, scope_wg, bm, bn, mb.const_uint(use_accumulator));
-  const id out_t = v.split ? acc_t : mb.type_coopmat(t16, scope_wg, bm, bn, mb.const_uint(use_accumulator));
+  const id out_t = v.split ? acc_t : mb.type_coopmat(t16, scope_wg, bm, bn, mb.const_uint(bf16_out ? use_a : use_accumulator));
   const id layout_t = mb.type_tensor_layout(mb.const_uint(2), mb.const_uint(clamp_constant));
   const id zero16 = mb.const_bits(t16, 0);
   const id zero_a = mb.const_composite(mat_a, {zero16}), zero_b = mb.const_composite(mat_b, {zero16});
