@@ -14,7 +14,7 @@
 //   the tile kernels, tensor cores for f16 and bf16, K split where the grid
 //   is thin) into f32 partial sums, and a gather that sums the splits, adds
 //   the bias, applies the activation and writes y (NKPQ): one rounding
-//   (coopmat2 unsplit: its T output, see shaders/conv2d.hpp).
+//   (coopmat2 unsplit on f16: its T output, see shaders/conv2d.hpp).
 //   The chunk keeps B under conv2d_im2col_max_bytes (a batch-32 ResNet-50
 //   3x3 layer in f32: 231 MB, two chunks). It runs conv2d at the speed of
 //   the gemm kernels, which the generic kernel's implicit GEMM does not reach.
@@ -210,7 +210,10 @@ void record_conv2d_gemm(stream& s, dtype dt, Pick&& pick, index_t n_img, index_t
   // Unsplit, coopmat2 stores T (half the bytes of f32 sums). Chosen when its split form was several
   // times slower (256x6272x2304 f16 on the H100: 0.049 ms unsplit, 0.19-0.25 split); since
   // 2026-11-27 a split reads its K range from advanced pointers and runs at about the unsplit rate.
-  const bool part_t = cfg.kernel == gemm_kernel::coopmat2 && splits == 1;
+  // Not for bf16: rounding the sums to bf16 before the bias is added loses up to 2^-8 of the sum's size
+  // (on the H200, 1 % of the elements of the suite's bf16 convolutions were off by up to 20 % where
+  // the bias cancelled the sum); bf16 keeps f32 sums. f16's 2^-11 stays within the tolerance.
+  const bool part_t = cfg.kernel == gemm_kernel::coopmat2 && splits == 1 && dt != dtype::bf16;
   const buffer_ref part =
       s.keep(ctx.device_memory().allocate((part_t ? size_of(dt) : 4ull * splits) * kt * plan.cols)).ref();
   const std::uint32_t cw = size_of(dt) == 2 ? 4 : 1;  // im2col columns per invocation

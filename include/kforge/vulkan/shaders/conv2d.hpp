@@ -24,8 +24,10 @@
 // i·P·Q + pq < images·P·Q, summing the splits z in order 0, 1, … (the result
 // does not depend on which gemm workgroup finished first). P is the gemm's
 // f32 partial sums, or (KF_PART_T) its unsplit output in T: an unsplit
-// f16/bf16 gemm on the tensor-core kernel stores T (half the bytes), and y
-// is rounded twice (the gemm's, then after bias and activation). Grid x: column
+// f16 gemm on the tensor-core kernel stores T (half the bytes), and y is
+// rounded twice (the gemm's, then after bias and activation; bf16's first
+// rounding was too coarse where the bias cancels the sum: bf16 keeps f32
+// sums, vulkan/conv2d.hpp). Grid x: column
 // blocks; y: filters m (row M·PQ of y is contiguous, so stores coalesce).
 // KF_VEC: four columns per invocation, read and stored as vectors, where P·Q
 // and the column counts are multiples of 4 (one element per invocation ran
