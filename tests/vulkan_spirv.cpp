@@ -266,6 +266,9 @@ TEST_CASE("spirv checker: every coopmat2 attention variant is well formed and ha
       CHECK_NOTHROW(vulkan::detail::check_interface_by_decorations(spec.name(), w, {4, 40, {0, 1, 2, 3, 4}}));
       CHECK(vulkan::detail::uses_coopmat(w));
       CHECK(find_instruction(w, 5366) < w.size());  // the row reductions
+      // Its bf16 variants keep P and O in bf16 accumulators (why its check refuses bf16): the
+      // scan that the gemm variants pass above finds them.
+      CHECK(declares_bf16_accumulator(w) == bf16);
       // The causal variants carry the masked-V fix-up (a workgroup barrier); the others have none.
       bool barrier = false;
       for (std::size_t i = 5; i < w.size(); i += w[i] >> 16) barrier = barrier || (w[i] & 0xffffu) == 224;

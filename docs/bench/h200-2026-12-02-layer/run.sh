@@ -4,7 +4,8 @@
 # tensor-core kernels stay on under it), then the model-shape table.
 # .device/sid/ holds Debian sid's vulkan-validationlayers_1.4.363.0-1_amd64.deb (from
 # deb.debian.org/debian/pool/main/v/vulkan-validationlayers/); .device/pkg.tar.xz the binaries
-# (bin/) and the shared libraries ldd names that Ubuntu 24.04 lacks (lib/); .gl the loader debs.
+# (bin/) and the shared libraries ldd names but libc, libm, libstdc++, libgcc_s and libvulkan (lib/);
+# .gl the loader debs (the device README).
 # usage (device, repo root): run.sh [tests SECS "BIN ..."] [bfab "MxNxK ..."] [models FILTER] [devices]
 set -u
 B=.device/bin O=/tmp/o-$$
