@@ -307,16 +307,20 @@ TEST_CASE("held-out shapes: every axis redrawn, per seed, with each family's rel
         CHECK(h.dims[i] % 2 == 1);
       }
     CHECK(!(hr[0].dims == hr[1].dims));
-    // gemm: M and N cross the kernel's tiles, K crosses every K tile up to 64.
+    // gemm: M and N cross the kernel's tiles; K small on draw 0 (a wrong
+    // epilogue constant cannot hide in a tolerance that grows with K) and
+    // past every K tile up to 64 on draw 1.
     const problem g = shape_of("gemm", "64x48x40");
-    for (const auto& h : gen::held_out_problems(g, seed, launch_tiles{256, 64, 32, 0})) {
+    const auto hg = gen::held_out_problems(g, seed, launch_tiles{256, 64, 32, 0});
+    for (const auto& h : hg) {
       CHECK(h.dims[0] > 64);
       CHECK(h.dims[0] % 64 != 0);
       CHECK(h.dims[1] > 32);
       CHECK(h.dims[1] % 32 != 0);
-      CHECK(h.dims[2] > 64);
       CHECK(h.dims[2] % 2 == 1);
     }
+    CHECK(hg[0].dims[2] <= 23);
+    CHECK(hg[1].dims[2] > 64);
     // causal attention with S = L: one draw with S < L, one with S > L, and
     // every other axis new too.
     problem a = shape_of("attention", "1x2x33x16");
@@ -381,11 +385,184 @@ TEST_CASE("held-out shapes: the 2-D-grid shape needs more than 65535 workgroups,
   const auto gm = gen::grid_problem(shape_of("gemm", "64x48x40"), launch_tiles{256, 64, 64, 0});
   CHECK_FALSE(gm.p.has_value());
   CHECK(gm.reason.find("3-D grid") != std::string::npos);
-  // A rows op: one row per workgroup, so the rows axis grows.
-  const auto gs = gen::grid_problem(shape_of("softmax", "5x37"), launch_tiles{256, 0, 0, 1});
+  // A rows op: one row per workgroup, so the rows axis grows, and the rows
+  // have a few columns: cheap on a CPU device too, kernels with barriers
+  // included, and far inside lavapipe's 128 MiB buffers.
+  const auto gs = gen::grid_problem(shape_of("softmax", "5x37"), launch_tiles{256, 0, 0, 1}, 128ull << 20);
   REQUIRE(gs.p.has_value());
   CHECK(gs.p->dims[0] > 65535);
-  CHECK(gs.p->dims[1] == 37);
+  CHECK(gs.p->dims[1] <= 3);
+  CHECK(gen::largest_operand_bytes(*gs.p) < 4.0 * 1048576);
+}
+
+namespace {
+/// The axes each family calls rows (held_out_draw::row): the ones kernels
+/// loop or vectorise along, whose residues the sweep must run through.
+std::vector<index_t> row_axes(const problem& h) {
+  const std::string& op = h.op;
+  const index_t last = h.dims.back();
+  if (op == "gemm") return {h.dims[1], h.dims[2]};
+  if (op == "attention") return {h.dims[3], attention_traits::keys(h)};
+  if (op == "conv2d") return {h.dims[3], h.dims2[1]};
+  if (op == "embedding") return {h.dims[1], h.dims[1] * h.dims2.numel()};
+  if (op == "kv_append") return {h.dims[3], h.dims[2] * h.dims[3], h.dims.numel()};
+  if (op == "rope" || op == "swiglu" || op == "geglu" || op == "geglu_tanh") return {last / 2};
+  if (op.rfind("reduce_", 0) == 0) return {h.dims[h.axis < 0 ? h.axis + h.dims.rank() : h.axis], last};
+  if (family_of(h).family == "unary") return {last, h.dims.numel()};
+  if (family_of(h).family == "binary") return {last, operands(h).back().dims.numel()};
+  return {last};
+}
+}  // namespace
+
+TEST_CASE("held-out shapes: extents of 1 grow, rows leave the prompt's bucket both ways, kv_append has rows after pos + T") {
+  const launch_tiles ls256{256, 0, 0, 1};
+  for (std::uint64_t seed : {1ull, 2ull, 0xdeadbeefull, 0x123456789abcdefull, 77ull}) {
+    CAPTURE(seed);
+    // A batch and a row count of one grow.
+    for (const auto& h : gen::held_out_problems(shape_of("softmax", "1x1x37"), seed, ls256)) {
+      CHECK(h.dims[0] > 1);
+      CHECK(h.dims[1] > 1);
+    }
+    for (const auto& h : gen::held_out_problems(shape_of("relu", "1x19"), seed, ls256)) CHECK(h.dims[0] > 1);
+    // Broadcasting: an axis of 1 on both sides grows on both; one that
+    // broadcasts against the other side keeps broadcasting.
+    for (const auto& h : gen::held_out_problems(shape_of("add", "1x5x1x33,1x5x7x33"), seed)) {
+      CHECK(h.dims[0] > 1);
+      CHECK(h.dims2[0] == h.dims[0]);
+      CHECK(h.dims[2] == 1);
+      CHECK(h.dims2[2] > 1);
+      CHECK(h.dims[3] == h.dims2[3]);
+      CHECK_NOTHROW((void)operands(h));
+    }
+    for (const auto& h : gen::held_out_problems(shape_of("mul", "1x33,33"), seed)) {
+      CHECK(h.dims[0] > 1);
+      CHECK(h.dims[1] == h.dims2[0]);
+    }
+    // Row lengths: draw 0 below the prompt's power-of-two bucket (32, 64],
+    // draw 1 above it and above four local sizes.
+    const auto hs = gen::held_out_problems(shape_of("softmax", "5x37"), seed, ls256);
+    CHECK(hs[0].dims[1] <= 32);
+    CHECK(hs[1].dims[1] > 4 * 256);
+    const auto big = gen::held_out_problems(shape_of("layer_norm", "3x5000"), seed, ls256);
+    CHECK(big[0].dims[1] <= 4096);
+    CHECK(big[1].dims[1] > 8192);
+    // topk keeps N >= k; attention's keys leave their bucket too (draw 0: S < L long, draw 1: S > L short).
+    problem tk = shape_of("topk", "7x300");
+    tk.attrs["k"] = 200;
+    for (const auto& h : gen::held_out_problems(tk, seed, ls256)) CHECK(h.dims[1] >= 200);
+    problem a = shape_of("attention", "1x2x33x16");
+    a.causal = true;
+    const auto ha = gen::held_out_problems(a, seed, launch_tiles{64, 0, 0, 1});
+    CHECK(attention_traits::keys(ha[0]) > 256);
+    CHECK(attention_traits::keys(ha[1]) <= 32);
+    // kv_append: a decode step (T = 1) into a cache with no rows after it:
+    // T and B grow, every draw has rows after pos + T, and draw 1 writes at a
+    // new pos > 0.
+    problem kv = shape_of("kv_append", "1x1x2x8,4");
+    kv.attrs["pos"] = 3;
+    const auto hk = gen::held_out_problems(kv, seed, ls256);
+    for (const auto& h : hk) {
+      CHECK(h.dims[0] > 1);
+      CHECK(h.dims[1] > 1);
+      CHECK(h.dims2[0] > kv_append_traits::pos(h) + h.dims[1]);
+      CHECK_NOTHROW((void)operands(h));
+    }
+    CHECK(kv_append_traits::pos(hk[0]) == 3);
+    CHECK(kv_append_traits::pos(hk[1]) > 0);
+    CHECK(kv_append_traits::pos(hk[1]) != 3);
+    problem kv0 = shape_of("kv_append", "2x3x2x8,3");  // pos 0 and no rows after
+    CHECK(kv_append_traits::pos(gen::held_out_problems(kv0, seed, ls256)[1]) > 0);
+  }
+}
+
+TEST_CASE("held-out shapes: the residue sweep hits every class modulo 2..32 of every row axis, for every op") {
+  for (const auto& o : all_ops()) {
+    const problem p = gen::mutation_problem(std::string(o.name));
+    CAPTURE(o.name);
+    for (std::uint64_t seed : {3ull, 0xfeedull}) {
+      const auto rs = gen::residue_problems(p, seed, launch_tiles{128, 32, 32, 0});
+      REQUIRE(rs.size() == 32);
+      const std::size_t axes = row_axes(rs[0]).size();
+      for (std::size_t a = 0; a < axes; ++a) {
+        CAPTURE(a);
+        for (index_t m : {2, 4, 8, 16, 32}) {
+          std::vector<bool> hit(static_cast<std::size_t>(m), false);
+          for (const auto& h : rs) hit[static_cast<std::size_t>(row_axes(h)[a] % m)] = true;
+          CHECK_MESSAGE(std::all_of(hit.begin(), hit.end(), [](bool b) { return b; }), "mod " << m);
+        }
+      }
+      // Small: the sweep is 32 shapes of one case each.
+      for (const auto& h : rs) CHECK(tensor_bytes(h) < 64.0 * 1048576);
+    }
+    // The full draws are valid problems too, and new.
+    for (const auto& h : gen::held_out_problems(p, 9, launch_tiles{128, 32, 32, 0})) {
+      CHECK_NOTHROW((void)operands(h));
+      CHECK(!(h.dims == p.dims && h.dims2 == p.dims2));
+    }
+  }
+}
+
+TEST_CASE("held-out shapes: fitted to the device's buffers, the 2-D grid shape for every op, time limits from the work") {
+  // A held-out shape over the buffer limit is shrunk until it fits, each
+  // axis keeping its class modulo 32 (and its oddness).
+  const problem big = shape_of("relu", "4097x4099");
+  const auto fit = gen::fit_to_device(big, 16.0 * 1048576, 0);
+  REQUIRE(fit.has_value());
+  CHECK(gen::largest_operand_bytes(*fit) + gen::buffer_slack <= 16.0 * 1048576);
+  CHECK(fit->dims[0] % 32 == 4097 % 32);
+  CHECK(fit->dims[1] % 32 == 4099 % 32);
+  // A broadcast operand stays compatible while it shrinks.
+  const auto fb = gen::fit_to_device(shape_of("add", "2001x3001,3001"), 4.0 * 1048576, 0);
+  REQUIRE(fb.has_value());
+  CHECK(fb->dims[1] == fb->dims2[0]);
+  // A shape that fits stays as it is.
+  CHECK(gen::fit_to_device(shape_of("relu", "3x7x19"), 16.0 * 1048576, 0)->dims == shape{3, 7, 19});
+
+  // Every flat-grid op has a 2-D grid shape within lavapipe's 128 MiB at
+  // kforge's usual local size, one row of a few columns per workgroup for
+  // the rows ops (so kernels with barriers run it on a CPU device too).
+  for (const auto& o : all_ops()) {
+    const problem p = gen::mutation_problem(std::string(o.name));
+    if (family_of(p).contract(p).tile_2d) continue;
+    CAPTURE(o.name);
+    const launch_tiles t{256, 0, 0, 0};  // the contract's default TILE: one row, or local_size elements
+    const auto g = gen::grid_problem(gen::held_out_problems(p, 5, t).front(), t, 128ull << 20);
+    INFO(g.reason);
+    if (p.op == "swiglu" || p.op == "geglu" || p.op == "geglu_tanh" || p.op == "rope") {
+      // 65536 workgroups of 256 outputs (rotated pairs) read 2 x 4 x 2^24
+      // bytes: past 128 MiB whatever the other axes are. Skipped, and said.
+      CHECK(g.reason.find("maxStorageBufferRange") != std::string::npos);
+      continue;
+    }
+    REQUIRE(g.p.has_value());
+    CHECK(g.workgroups > 65535);
+    CHECK(gen::largest_operand_bytes(*g.p) + gen::buffer_slack <= 128.0 * 1048576);
+    // One row per workgroup: rows of a few columns, a few MiB in all.
+    const std::string tm = family_of(p).contract(p).tile_meaning;
+    if (tm.find("(default 1)") != std::string::npos)
+      CHECK(gen::operand_bytes(*g.p) < 16.0 * 1048576);
+  }
+
+  // Time limits follow the work: a tiny shape gets the floor, a large one
+  // more, and a CPU device about 100 times a GPU's.
+  const std::chrono::milliseconds floor{5000};
+  CHECK(gen::dispatch_timeout(shape_of("relu", "3x7x19"), launch_tiles{64, 0, 0, 0}, true, floor) == floor);
+  problem att = shape_of("attention", "3x9x300x32,2000");
+  const launch_tiles at{256, 0, 0, 1};
+  CHECK(gen::dispatch_timeout(att, at, true, floor) > floor);
+  CHECK(gen::dispatch_seconds(att, at, true) > 50 * gen::dispatch_seconds(att, at, false));
+  CHECK(gen::dispatch_timeout(att, at, false, floor) == floor);
+
+  // The shape the gate judges instead where a device stops loops after
+  // 65535 iterations: the long axis shrunk until four passes fit, its class
+  // modulo 32 kept; a shape that fits already is left alone.
+  const problem sm = gen::loop_fit_problem(shape_of("softmax", "3x32000"), 65535);
+  CHECK(sm.dims == shape{3, 16352});
+  CHECK(gen::loop_fit_problem(shape_of("softmax", "3x1000"), 65535).dims == shape{3, 1000});
+  problem la = shape_of("attention", "1x2x5x64,3000");
+  const problem lf = gen::loop_fit_problem(la, 65535);
+  CHECK(attention_traits::keys(lf) * (64 + 1) * 4 <= 65535);
+  CHECK(lf.dims == la.dims);
 }
 
 TEST_CASE("sandbox: a causal attention kernel with a bottom-right mask is rejected (held-out S < L and S > L)") {
@@ -429,79 +606,158 @@ TEST_CASE("sandbox: a relu kernel that ignores gl_WorkGroupID.y is rejected on t
   CHECK(r.grid_2d.find("workgroups") != std::string::npos);
 }
 
-// ---- the static shared-memory race check (race.hpp) -------------------------
-
 namespace {
-gen::race_report races_of(const std::string& glsl) { return gen::check_shared_races(gen::compile_glsl("race", glsl, true)); }
+gen::sandbox_result gate_of(const problem& p, const std::string& glsl) {
+  gen::sandbox_options o;
+  o.benchmark = false;
+  o.revalidate = false;
+  return gen::run_sandboxed({p}, glsl, o);  // the worker draws the held-out shapes
+}
+std::string replaced(std::string s, const std::string& from, const std::string& to) {
+  REQUIRE_MESSAGE(s.find(from) != std::string::npos, from);
+  for (std::size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+  return s;
+}
+/// A softmax kernel of the contract with one invocation per row: TILE rows
+/// per workgroup, each invocation three passes over its row (max, sum,
+/// write); `write` is the value stored at column j.
+std::string softmax_per_invocation(const std::string& write) {
+  return R"(#version 450
+layout(local_size_x_id = 0) in;
+layout(local_size_x = 64) in;
+layout(constant_id = 1) const uint TILE = 64;
+layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_[]; };
+layout(std430, set = 0, binding = 1) buffer BufY { float y_[]; };
+layout(push_constant) uniform Push { uint rows; uint cols; } pc;
+void main() {
+  uint row = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * TILE + gl_LocalInvocationID.x;
+  if (gl_LocalInvocationID.x >= TILE || row >= pc.rows) return;
+  uint base = row * pc.cols;
+  float m = -1.0 / 0.0;
+  bool nan = false;
+  for (uint j = 0u; j < pc.cols; ++j) {
+    float v = x_[base + j];
+    if (isnan(v)) nan = true;
+    else m = max(m, v);
+  }
+  bool bad = nan || isinf(m);
+  float s = 0.0;
+  for (uint j = 0u; j < pc.cols; ++j) s += exp(x_[base + j] - m);
+  float inv = 1.0 / s;
+  for (uint j = 0u; j < pc.cols; ++j) y_[base + j] = bad ? uintBitsToFloat(0x7fc00000u) : )" + write + R"(;
+}
+)";
+}
 }  // namespace
 
-TEST_CASE("race check: no race in any kernel the template provider emits; every missing-barrier mutant flagged") {
-  // No device needed: compile and analyse only. So the mutants that survive
-  // on a device where the race changes no output are still killed.
-  int flagged = 0;
-  std::vector<std::string> must{"gemm.missing_barrier.barrier_after_compute", "conv2d.missing_barrier.barrier_after_compute",
-                                "attention.missing_barrier.q_barrier"};
-  for (const auto& o : all_ops()) {
-    const problem p = gen::mutation_problem(std::string(o.name));
-    CAPTURE(o.name);
-    for (int i : {0, 2, 4, 5}) {  // the template provider's valid samples (1 and 3 are broken on purpose)
-      const auto [src, what] = gen::template_provider::variant(p, i);
-      if (what.find("deliberately") != std::string::npos) continue;
-      const auto r = races_of(src);
-      CHECK_MESSAGE(!r.race(), what << ": " << (r.race() ? r.findings.front().text() : ""));
-    }
-    for (const auto& m : gen::mutants_for(p)) {
-      if (m.kind != "missing_barrier") continue;
-      const auto r = races_of(m.source);
-      CHECK_MESSAGE(r.race(), m.name << " not flagged");
-      if (r.race()) {
-        ++flagged;
-        MESSAGE(m.name << ": " << r.findings.front().text());
-        CHECK(r.findings.front().text().find("without a barrier") != std::string::npos);
-        CHECK(r.findings.front().text().find("at line ") != std::string::npos);
-      }
-      must.erase(std::remove(must.begin(), must.end(), m.name), must.end());
-    }
+TEST_CASE("sandbox: wrong kernels the old held-out shapes let through are rejected on a held-out shape, right ones accepted") {
+  KGT_NEED_VULKAN();
+  // softmax: kforge's own kernel (barriers, one row per workgroup) is
+  // accepted, its 2-D grid shape validated on every device (rows of a few
+  // columns); the same kernel reading only the first local-size columns is
+  // right on the prompt's 37 columns and wrong on the held-out rows past four
+  // local sizes; and one that takes its row from gl_WorkGroupID.x alone is
+  // wrong on the grid shape.
+  const problem sm = shape_of("softmax", "5x37");
+  const std::string own = gen::template_source(sm);
+  const auto ok = gate_of(sm, own);
+  INFO(ok.reason << "\n" << ok.log_tail);
+  CHECK(ok.accepted);
+  CHECK(ok.grid_2d.find("workgroups") != std::string::npos);
+  CHECK(ok.gate_json.find("\"residues\"") != std::string::npos);
+  const auto short_rows = gate_of(sm, replaced(own, "j < pc.cols", "j < min(pc.cols, gl_WorkGroupSize.x)"));
+  INFO(short_rows.reason);
+  CHECK_FALSE(short_rows.accepted);
+  CHECK(short_rows.stage == "validation");
+  CHECK(short_rows.reason.find("held-out shape") != std::string::npos);
+  const auto flat_x = gate_of(sm, replaced(own, "uint row = kf_group_id();", "uint row = gl_WorkGroupID.x;"));
+  INFO(flat_x.reason);
+  CHECK_FALSE(flat_x.accepted);
+  CHECK(flat_x.reason.find("2-D grid shape") != std::string::npos);
+
+  // relu with a vec4 path whose tail skips every other element when two
+  // are left (n ≡ 2 mod 4): every full draw has odd extents, so only the
+  // residue sweep's shapes meet it.
+  const auto vec4 = sandboxed(R"(#version 450
+layout(local_size_x_id = 0) in;
+layout(local_size_x = 64) in;
+layout(constant_id = 1) const uint TILE = 256;
+layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_[]; };
+layout(std430, set = 0, binding = 1) buffer BufY { float y_[]; };
+layout(push_constant) uniform Push { uint n; float slope; } pc;
+float r(float v) { return isnan(v) ? v : max(v, 0.0); }
+void main() {
+  uint i = ((gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x) * 4u;
+  if (i + 4u <= pc.n) {
+    vec4 v = vec4(x_[i], x_[i + 1u], x_[i + 2u], x_[i + 3u]);
+    y_[i] = r(v.x); y_[i + 1u] = r(v.y); y_[i + 2u] = r(v.z); y_[i + 3u] = r(v.w);
+  } else if (i < pc.n) {
+    uint left = pc.n - i;
+    for (uint k = 0u; k < left; k += (left == 2u ? 2u : 1u)) y_[i + k] = r(x_[i + k]);
   }
-  CHECK_MESSAGE(must.empty(), "missing-barrier mutants not found: " << must.size());
-  CHECK(flagged >= 3);
+}
+)");
+  INFO(vec4.reason);
+  CHECK_FALSE(vec4.accepted);
+  CHECK(vec4.reason.find("residue sweep") != std::string::npos);
+
+  // kv_append that clears the cache rows after the new ones: right where the
+  // prompt's cache ends at pos + T, wrong on every held-out shape.
+  problem kv = shape_of("kv_append", "2x3x2x5,8");
+  kv.attrs["pos"] = 5;
+  const auto kv_ok = gate_of(kv, gen::template_source(kv));
+  INFO(kv_ok.reason << "\n" << kv_ok.log_tail);
+  CHECK(kv_ok.accepted);
+  const auto clears = gate_of(kv, R"(#version 450
+layout(local_size_x_id = 0) in;
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 0) readonly buffer BufX { float x_[]; };
+layout(std430, set = 0, binding = 1) buffer BufC { float c_[]; };
+layout(push_constant) uniform Push { uint B, N, HD, Lmax, pos; } pc;
+void main() {
+  uint i = (gl_WorkGroupID.y * gl_NumWorkGroups.x + gl_WorkGroupID.x) * gl_WorkGroupSize.x + gl_LocalInvocationID.x;
+  if (i >= pc.B * pc.N * pc.HD) return;
+  uint e = i % pc.HD, t = (i / pc.HD) % pc.N, b = i / (pc.HD * pc.N);
+  c_[(b * pc.Lmax + pc.pos + t) * pc.HD + e] = x_[i];
+  if (t == pc.N - 1u)
+    for (uint r = pc.pos + pc.N; r < pc.Lmax; ++r) c_[(b * pc.Lmax + r) * pc.HD + e] = 0.0;
+}
+)");
+  INFO(clears.reason);
+  CHECK_FALSE(clears.accepted);
+  CHECK(clears.stage == "validation");
+  CHECK(clears.reason.find("held-out shape") != std::string::npos);
 }
 
-TEST_CASE("race check: read after write, write after read across iterations, and what it leaves alone") {
-  const std::string head = R"(#version 450
-layout(local_size_x = 64) in;
-layout(std430, set = 0, binding = 0) buffer B { float b[]; };
-shared float s[64];
-void main() {
-  uint t = gl_LocalInvocationID.x;
-)";
-  // Each invocation reads its neighbour's element with no barrier.
-  const auto raw = races_of(head + "  s[t] = b[t];\n  b[t] = s[(t + 1u) % 64u];\n}\n");
-  REQUIRE(raw.race());
-  CHECK(raw.findings.front().kind == "read after write");
-  CHECK(raw.findings.front().text().find("store at line 7 reaches load at line 8 of 's'") != std::string::npos);
-  // The same with a barrier: fine.
-  CHECK_FALSE(races_of(head + "  s[t] = b[t];\n  barrier();\n  b[t] = s[(t + 1u) % 64u];\n}\n").race());
-  // A barrier of the subgroup only does not order the workgroup.
-  std::string sub_head = head;
-  sub_head.insert(sub_head.find('\n') + 1, "#extension GL_KHR_shader_subgroup_basic : require\n");
-  CHECK(races_of(sub_head + "  s[t] = b[t];\n  subgroupBarrier();\n  b[t] = s[(t + 1u) % 64u];\n}\n").race());
-  // A loop that reads the tile and then overwrites it with the next, with a
-  // barrier only after the store: write after read across the iteration.
-  const auto war = races_of(head +
-                            "  float acc = 0.0;\n  for (uint k = 0; k < 8u; ++k) {\n    s[t] = b[k * 64u + t];\n"
-                            "    barrier();\n    acc += s[63u - t];\n  }\n  b[t] = acc;\n}\n");
-  REQUIRE(war.race());
-  CHECK(war.findings.front().kind == "write after read across a loop iteration");
-  // An invocation's own element, through the same index variable: no report.
-  CHECK_FALSE(races_of(head + "  for (uint d = t; d < 64u; d += 64u) { s[d] = b[d]; s[d] = s[d] * 2.0; }\n"
-                              "  barrier();\n  b[t] = s[63u - t];\n}\n")
-                    .race());
-  // A constant index is everybody's element: thread 0 writes, all read.
-  CHECK(races_of(head + "  if (t == 0u) s[0] = b[0];\n  b[t] = s[0];\n}\n").race());
-  // A kernel without shared memory has nothing to check.
-  const auto none = races_of("#version 450\nlayout(local_size_x = 64) in;\nlayout(std430, set = 0, binding = 0) buffer B { float b[]; };\n"
-                             "void main() { b[gl_GlobalInvocationID.x] = 1.0; }\n");
-  CHECK(none.shared_variables == 0);
-  CHECK_FALSE(none.race());
+TEST_CASE("sandbox: lavapipe's loop limit does not reject a correct kernel; a wrong one is still rejected") {
+  KGT_NEED_VULKAN();
+  // One invocation per row, three passes over 32000 columns: 96000 loop
+  // iterations, past lavapipe's 65535 per invocation (it ends the loops and
+  // the invocation writes a wrong row). The gate judges such a shape on the
+  // same rows shrunk until four passes fit, and says so.
+  const problem p = shape_of("softmax", "2x32000");
+  const auto ok = gate_of(p, softmax_per_invocation("exp(x_[base + j] - m) * inv"));
+  INFO(ok.reason << "\n" << ok.log_tail);
+  CHECK(ok.accepted);
+  try {
+    vulkan::context ctx;
+    const std::uint64_t limit = vulkan::loop_iteration_limit(ctx);
+    MESSAGE("loop limit of " << ctx.info().name << ": " << limit);
+    if (limit > 0) {
+      CHECK(ok.reason.find("judged on softmax [2x16352] f32 instead of softmax [2x32000] f32") != std::string::npos);
+      CHECK(ok.reason.find("loop limit of " + std::to_string(limit) + " iterations per invocation") != std::string::npos);
+      CHECK(ok.gate_json.find("\"instead_of\"") != std::string::npos);
+    } else {
+      CHECK(ok.reason.find("instead") == std::string::npos);
+    }
+  } catch (const vulkan::no_device&) {
+  }
+  // Wrong in its last column: wrong on the shrunk shape too.
+  const auto bad = gate_of(p, softmax_per_invocation("(j + 1u == pc.cols ? 0.5 : exp(x_[base + j] - m) * inv)"));
+  INFO(bad.reason);
+  CHECK_FALSE(bad.accepted);
+  CHECK(bad.stage == "validation");
 }
+
+// The static checks (race.hpp: the race check, float atomics, RelaxedPrecision)
+// and the device-limit check have their own executable: gen_race.cpp.

@@ -28,7 +28,7 @@ TEST_CASE("the Eigen reference passes the whole catalog in every dtype") {
   CHECK(test::check_policy<policy::eigen>() > 100);
 }
 
-TEST_CASE("generators are deterministic per seed and cover ten cases") {
+TEST_CASE("generators are deterministic per seed and cover sixteen cases") {
   const problem p = make("gemm", "7x5x3");
   std::vector<host_tensor> a = allocate(p), b = allocate(p), c = allocate(p);
   generate_inputs(p, input_case::normal, 42, a);
@@ -45,8 +45,9 @@ TEST_CASE("generators are deterministic per seed and cover ten cases") {
   CHECK(zeros < 4750);
   generate_inputs(p, input_case::nan_inf, 7, a);
   const report r = validate<policy::eigen>(make("relu", "1000"));
-  CHECK(r.num_total == 10);
+  CHECK(r.num_total == 15);  // relu has no overflow threshold: that case is not run
   CHECK(r.all_passed);
+  CHECK(validate<policy::eigen>(make("softmax", "3x100")).num_total == 16);
 }
 
 TEST_CASE("a kernel that writes zeros, skips the tail or shifts by one is rejected") {
@@ -76,6 +77,19 @@ TEST_CASE("a kernel that writes zeros, skips the tail or shifts by one is reject
   }
 }
 
+namespace {
+/// A gemm that rounds every partial sum to half (f16 accumulation).
+void f16_accumulating_gemm(const problem& q, std::vector<host_tensor>& ts) {
+  const index_t m = q.dims[0], n = q.dims[1], k = q.dims[2];
+  for (index_t i = 0; i < m; ++i)
+    for (index_t j = 0; j < n; ++j) {
+      half acc(0.0f);
+      for (index_t l = 0; l < k; ++l) acc = half(static_cast<float>(acc) + ts[0].get(i * k + l) * ts[1].get(l * n + j));
+      ts.back().set(i * n + j, static_cast<float>(acc));
+    }
+}
+}  // namespace
+
 TEST_CASE("dropping attention's 1/sqrt(d) or computing gemm in f16 is rejected") {
   const problem att = make("attention", "1x2x17x16");
   auto no_scale = [](const problem& q, std::vector<host_tensor>& ts) {
@@ -86,16 +100,7 @@ TEST_CASE("dropping attention's 1/sqrt(d) or computing gemm in f16 is rejected")
   CHECK_FALSE(validate(att, no_scale).all_passed);
   // f16 accumulation: round every partial sum to half — loses digits at K = 1000.
   const problem g = make("gemm", "3x4x1000", dtype::f16);
-  auto f16_acc = [](const problem& q, std::vector<host_tensor>& ts) {
-    const index_t m = q.dims[0], n = q.dims[1], k = q.dims[2];
-    for (index_t i = 0; i < m; ++i)
-      for (index_t j = 0; j < n; ++j) {
-        half acc(0.0f);
-        for (index_t l = 0; l < k; ++l) acc = half(static_cast<float>(acc) + ts[0].get(i * k + l) * ts[1].get(l * n + j));
-        ts.back().set(i * n + j, static_cast<float>(acc));
-      }
-  };
-  CHECK_FALSE(validate(g, f16_acc).all_passed);
+  CHECK_FALSE(validate(g, f16_accumulating_gemm).all_passed);
   CHECK(validate(g, reference).all_passed);
 }
 
@@ -112,7 +117,7 @@ TEST_CASE("degenerate references are flagged; an all-degenerate suite fails") {
   suite_options skip;
   skip.skip_degenerate = true;
   const report s = validate(make("gemm", "17x33x100"), reference, skip);
-  CHECK(s.num_total == 8);  // zeros and ones (constant) cases dropped
+  CHECK(s.num_total == 13);  // 15 cases (no overflow case for gemm); zeros and ones (constant) dropped
   CHECK(s.all_passed);
 }
 
@@ -143,6 +148,8 @@ namespace {
 /// last key dropped, the last query row of each head never written.
 struct attention_kernel {
   bool round_p = false, drop_key = false, skip_row = false;
+  bool no_shift = false;     ///< exp(s) in f32 without subtracting the row max
+  bool masked_max = false;   ///< the row max taken over every key, masked ones too
   index_t mask_shift = 0;
   void operator()(const problem& p, std::vector<host_tensor>& ts) const {
     const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
@@ -167,8 +174,15 @@ struct attention_kernel {
             sc[static_cast<std::size_t>(j)] = static_cast<float>(dot * scale);
             mx = std::max(mx, sc[static_cast<std::size_t>(j)]);
           }
+          if (masked_max)
+            for (index_t j = n; j < l; ++j) {
+              double dot = 0;
+              for (index_t e = 0; e < d; ++e) dot += at(ts[0], bi, hi, i, e) * at(ts[1], bi, hi / (h / hk), j, e);
+              mx = std::max(mx, static_cast<double>(static_cast<float>(dot * scale)));
+            }
+          if (no_shift) mx = 0;
           double sum = 0;
-          for (auto& x : sc) sum += (x = static_cast<float>(std::exp(x - mx)));
+          for (auto& x : sc) sum += (x = no_shift ? std::exp(static_cast<float>(x)) : static_cast<float>(std::exp(x - mx)));
           for (index_t e = 0; e < d; ++e) {
             double acc = 0;
             for (index_t j = 0; j < n; ++j) {
@@ -268,4 +282,238 @@ TEST_CASE("every output is compared: values right and indices wrong fail, naming
   CHECK(validate(make("argmax", "7x50"), reference, zeros).cases[0].degenerate);
   // Single-output ops report no output name.
   CHECK(validate(make("gemm", "3x4x5"), [](const problem&, std::vector<host_tensor>&) {}).cases[0].first_bad_output.empty());
+}
+
+namespace {
+/// The names of the cases a report failed.
+std::set<std::string> failed(const report& r) {
+  std::set<std::string> out;
+  for (const auto& c : r.cases)
+    if (!c.passed) out.insert(c.name);
+  return out;
+}
+/// Flushes an f32 subnormal to a zero of its sign, as a device with FTZ does.
+float ftz(float v) { return std::fabs(v) < std::numeric_limits<float>::min() ? std::copysign(0.0f, v) : v; }
+/// Runs a row kernel over a problem whose input ts[0] is rows × cols and whose output is the last operand.
+template <class F>
+void rows_of(const problem& p, std::vector<host_tensor>& ts, F&& f) {
+  const index_t cols = p.dims.back(), rows = p.dims.numel() / cols;
+  std::vector<float> x(static_cast<std::size_t>(cols)), y(x.size());
+  for (index_t r = 0; r < rows; ++r) {
+    for (index_t j = 0; j < cols; ++j) x[static_cast<std::size_t>(j)] = ts[0].get(r * cols + j);
+    f(x, y, ts);
+    for (index_t j = 0; j < cols; ++j) ts.back().set(r * cols + j, y[static_cast<std::size_t>(j)]);
+  }
+}
+}  // namespace
+
+// Issue 46's classes, each caught by a case of its own (a wrong kernel of the
+// class fails and names it; a correct kernel of the same op beside it passes).
+
+TEST_CASE("negative rows: a max started at 0 fails the negative_rows case") {
+  problem p = make("reduce_max", "7x33");
+  auto from_zero = [](const problem& q, std::vector<host_tensor>& ts) {
+    reference(q, ts);
+    for (index_t i = 0; i < ts[1].span(); ++i)
+      if (ts[1].get(i) < 0) ts[1].set(i, 0.0f);  // max(0, ...): NaN stays NaN
+  };
+  const report r = validate(p, from_zero);
+  CHECK(failed(r).count("negative_rows"));
+  CHECK(validate(p, reference).all_passed);
+}
+
+TEST_CASE("offset rows: a one-pass variance fails, a two-pass f32 layer_norm passes") {
+  for (dtype t : {dtype::f32, dtype::f16}) {
+    CAPTURE(to_string(t));
+    const problem p = make("layer_norm", "9x257", t);
+    auto layer_norm = [](bool one_pass) {
+      return [one_pass](const problem& q, std::vector<host_tensor>& ts) {
+        const float eps = norm_traits::epsilon(q);
+        rows_of(q, ts, [&](const std::vector<float>& x, std::vector<float>& y, std::vector<host_tensor>& t) {
+          float sum = 0, sq = 0;
+          for (float v : x) sum += v, sq += v * v;
+          const float n = static_cast<float>(x.size()), mean = sum / n;
+          float var = 0;
+          if (one_pass) var = sq / n - mean * mean;
+          else {
+            for (float v : x) var += (v - mean) * (v - mean);
+            var /= n;
+          }
+          const float inv = 1.0f / std::sqrt(var + eps);
+          for (std::size_t j = 0; j < x.size(); ++j)
+            y[j] = (x[j] - mean) * inv * t[1].get(static_cast<index_t>(j)) + t[2].get(static_cast<index_t>(j));
+        });
+      };
+    };
+    CHECK(failed(validate(p, layer_norm(true))).count("offset_rows"));
+    const report two = validate(p, layer_norm(false));
+    CHECK(two.all_passed);
+  }
+}
+
+TEST_CASE("offset rows: f16 accumulation of an f16 gemm fails at small K too") {
+  const problem g = make("gemm", "17x33x40", dtype::f16);
+  CHECK(failed(validate(g, f16_accumulating_gemm)).count("offset_rows"));
+}
+
+TEST_CASE("overflow: softmax without the max shift fails; attention without it, or with the max over masked keys, fails") {
+  const problem p = make("softmax", "5x37");
+  auto no_shift = [](const problem& q, std::vector<host_tensor>& ts) {
+    rows_of(q, ts, [](const std::vector<float>& x, std::vector<float>& y, std::vector<host_tensor>&) {
+      float s = 0;
+      for (float v : x) s += std::exp(v);
+      for (std::size_t j = 0; j < x.size(); ++j) y[j] = std::exp(x[j]) / s;
+    });
+  };
+  CHECK(failed(validate(p, no_shift)).count("overflow"));
+  for (const char* shp : {"1x2x9x16", "2x2x7x16,11"}) {
+    problem a = make("attention", shp);
+    a.causal = true;
+    CAPTURE(describe(a));
+    CHECK(validate(a, executor(attention_kernel{})).all_passed);
+    attention_kernel unshifted, masked;
+    unshifted.no_shift = true;
+    masked.masked_max = true;
+    CHECK(failed(validate(a, executor(unshifted))).count("overflow"));
+    CHECK(failed(validate(a, executor(masked))).count("overflow"));
+  }
+}
+
+TEST_CASE("zeros meet specials: a gemm that skips zero weights (Inf*0 -> 0, not NaN) fails") {
+  const problem p = make("gemm", "17x33x40");
+  auto gemm = [](bool skip_zeros) {
+    return [skip_zeros](const problem& q, std::vector<host_tensor>& ts) {
+      const index_t m = q.dims[0], n = q.dims[1], k = q.dims[2];
+      for (index_t i = 0; i < m; ++i)
+        for (index_t j = 0; j < n; ++j) {
+          float acc = 0;
+          for (index_t l = 0; l < k; ++l) {
+            const float a = ts[0].get(i * k + l), b = ts[1].get(l * n + j);
+            if (skip_zeros && (a == 0 || b == 0)) continue;
+            acc += a * b;
+          }
+          ts.back().set(i * n + j, acc);
+        }
+    };
+  };
+  CHECK(failed(validate(p, gemm(true))).count("zeros_meet_specials"));
+  CHECK(validate(p, gemm(false)).all_passed);
+}
+
+TEST_CASE("signed specials: an order on raw bits, or a max started at -FLT_MAX, fails") {
+  // argmax by the float's bits as a signed integer with the usual flip:
+  // -0 sorts below +0 and a NaN with its sign bit set below everything.
+  problem p = make("argmax", "12x33");
+  auto raw_bits = [](const problem& q, std::vector<host_tensor>& ts) {
+    const index_t cols = q.dims.back(), rows = q.dims.numel() / cols;
+    for (index_t r = 0; r < rows; ++r) {
+      index_t best = 0;
+      std::int64_t key = std::numeric_limits<std::int64_t>::min();
+      for (index_t j = 0; j < cols; ++j) {
+        const auto b = static_cast<std::int32_t>(ts[0].bits(r * cols + j));
+        const std::int64_t k = b < 0 ? -static_cast<std::int64_t>(b & 0x7fffffff) - 1 : b;
+        if (k > key) key = k, best = j;
+      }
+      for (int byte = 0; byte < 4; ++byte)  // the value's bits, as a copy
+        ts[1].storage[static_cast<std::size_t>(r) * 4 + byte] = ts[0].storage[static_cast<std::size_t>(r * cols + best) * 4 + byte];
+      ts[2].set_i32(r, static_cast<std::int32_t>(best));
+    }
+  };
+  CHECK(failed(validate(p, raw_bits)).count("signed_specials"));
+  CHECK(validate(p, reference).all_passed);
+  const problem m = make("reduce_max", "12x33");
+  auto from_lowest = [](const problem& q, std::vector<host_tensor>& ts) {
+    reference(q, ts);
+    for (index_t i = 0; i < ts[1].span(); ++i)
+      if (ts[1].get(i) == -std::numeric_limits<float>::infinity()) ts[1].set(i, std::numeric_limits<float>::lowest());
+  };
+  CHECK(failed(validate(m, from_lowest)).count("signed_specials"));
+  // Copies keep -0: a kv_append that writes +0 for -0 fails.
+  const problem kv = make("kv_append", "1x2x3x8,10");
+  auto unsigned_zero = [](const problem& q, std::vector<host_tensor>& ts) {
+    reference(q, ts);
+    for (index_t i = 0; i < ts[1].span(); ++i)
+      if (ts[1].get(i) == 0) ts[1].set(i, 0.0f);
+  };
+  CHECK(failed(validate(kv, unsigned_zero)).count("signed_specials"));
+}
+
+TEST_CASE("subnormal: a copy that flushes fails; a(1/b) on a flushing device fails; a flushing relu passes") {
+  const problem kv = make("kv_append", "1x2x3x8,10");
+  auto flushing_copy = [](const problem& q, std::vector<host_tensor>& ts) {
+    reference(q, ts);
+    for (index_t i = 0; i < ts[1].span(); ++i) ts[1].set(i, ftz(ts[1].get(i)));
+  };
+  CHECK(failed(validate(kv, flushing_copy)).count("subnormal"));
+  const problem div = make("div", "7x33");
+  auto reciprocal = [](const problem&, std::vector<host_tensor>& ts) {
+    for (index_t i = 0; i < ts[2].span(); ++i) ts[2].set(i, ftz(ts[0].get(i) * ftz(1.0f / ftz(ts[1].get(i)))));
+  };
+  auto flushing_div = [](const problem&, std::vector<host_tensor>& ts) {
+    for (index_t i = 0; i < ts[2].span(); ++i) ts[2].set(i, ftz(ftz(ts[0].get(i)) / ftz(ts[1].get(i))));
+  };
+  CHECK(failed(validate(div, reciprocal)).count("subnormal"));
+  CHECK(validate(div, flushing_div).all_passed);  // a device may flush: a correct a / b there passes
+  const problem relu = make("relu", "7x33");
+  CHECK(validate(relu, [](const problem&, std::vector<host_tensor>& ts) {
+          for (index_t i = 0; i < ts[1].span(); ++i) ts[1].set(i, ftz(std::max(ftz(ts[0].get(i)), 0.0f)));
+        }).all_passed);
+}
+
+TEST_CASE("tolerances: a sigmoid wrong in its tail and a softmax missing terms of its normaliser fail") {
+  const problem sg = make("sigmoid", "7x33");
+  auto via_tanh = [](const problem&, std::vector<host_tensor>& ts) {
+    for (index_t i = 0; i < ts[1].span(); ++i) ts[1].set(i, 0.5f + 0.5f * std::tanh(0.5f * ts[0].get(i)));
+  };
+  CHECK_FALSE(validate(sg, via_tanh).all_passed);
+  CHECK(validate(sg, [](const problem&, std::vector<host_tensor>& ts) {
+          for (index_t i = 0; i < ts[1].span(); ++i) ts[1].set(i, 1.0f / (1.0f + std::exp(-ts[0].get(i))));
+        }).all_passed);
+  const problem sm = make("softmax", "3x4096");
+  auto drops_terms = [](const problem& q, std::vector<host_tensor>& ts) {
+    rows_of(q, ts, [](const std::vector<float>& x, std::vector<float>& y, std::vector<host_tensor>&) {
+      float m = -std::numeric_limits<float>::infinity();
+      for (float v : x) m = std::isnan(v) || std::isnan(m) ? std::numeric_limits<float>::quiet_NaN() : std::max(m, v);
+      double s = 0;
+      for (std::size_t j = 0; j + 3 < x.size(); ++j) s += std::exp(x[j] - m);  // the last 3 terms dropped
+      for (std::size_t j = 0; j < x.size(); ++j) y[j] = static_cast<float>(std::exp(x[j] - m) / s);
+    });
+  };
+  const report r = validate(sm, drops_terms);
+  CHECK(failed(r).count("uniform"));
+  CHECK(failed(r).count("normal"));
+}
+
+TEST_CASE("contract semantics: embedding's bad ids arrive only for contract kernels; a clamping kernel fails") {
+  const problem e = make("embedding", "37x5,4x25");
+  // Library policies check ids on the host: the plain suite never feeds a bad id.
+  CHECK(validate(e, reference).all_passed);
+  suite_options contract;
+  contract.contract = true;
+  auto gather = [](bool clamp) {
+    return [clamp](const problem& q, std::vector<host_tensor>& ts) {
+      const index_t v = q.dims[0], d = q.dims[1];
+      const std::vector<index_t> io = ts[1].offsets();
+      for (std::size_t i = 0; i < io.size(); ++i) {
+        const std::int32_t id = ts[1].get_i32(io[i]);
+        const bool bad = id < 0 || id >= v;
+        const index_t row = clamp ? std::clamp<index_t>(id, 0, v - 1) : id;
+        for (index_t c = 0; c < d; ++c) {
+          const index_t o = static_cast<index_t>(i) * d + c;
+          if (bad && !clamp) ts[2].set(o, 0.0f);
+          else
+            for (int byte = 0; byte < 4; ++byte)
+              ts[2].storage[static_cast<std::size_t>(o) * 4 + byte] = ts[0].storage[static_cast<std::size_t>(row * d + c) * 4 + byte];
+        }
+      }
+    };
+  };
+  CHECK(validate(e, gather(false), contract).all_passed);
+  const report r = validate(e, gather(true), contract);
+  CHECK(failed(r) == std::set<std::string>{"signed_specials"});
+  std::vector<host_tensor> ts = allocate(e);
+  generate_inputs(e, input_case::signed_specials, 5, ts, /*bad_ids=*/true);
+  int bad = 0;
+  for (index_t i = 0; i < ts[1].span(); ++i) bad += ts[1].get_i32(i) < 0 || ts[1].get_i32(i) >= 37;
+  CHECK(bad > 5);  // ~1 in 6 of 100
 }

@@ -1,5 +1,5 @@
 // tools/cmd_demo.cpp — `kforge demo`: the default problem set on every
-// available policy, each result validated with the 10-case suite.
+// available policy, each result validated with the 16-case suite.
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -47,7 +47,7 @@ int cmd_demo(const args& a) {
   w.begin_object().key("rows").begin_array();
   bool all_ok = true;
   if (!json) {
-    std::cout << "kforge demo: every op on every available policy, validated against Eigen (10 cases each)\n"
+    std::cout << "kforge demo: every op on every available policy, validated against Eigen (16 cases each)\n"
                  "(CPU rows: a call on host data; vulkan rows: the kernels on device-resident tensors, GPU timestamps,\n"
                  " with the transfers and the whole host-view call on the line below)\n\n";
     std::printf("%-34s %-9s %10s %18s %9s %10s %8s\n", "problem", "policy", "time ms", "throughput", "vs eigen", "max rel err", "valid");

@@ -51,7 +51,7 @@ usage: kforge <command> [options]
 commands:
   devices    list the CPU and Vulkan devices and their features
   run        run one op once on a policy; print time, throughput and max error vs Eigen
-  validate   run the 10-case validation suite for one op against the Eigen reference
+  validate   run the 16-case validation suite for one op against the Eigen reference
   bench      time one op on several policies; medians and ratios vs a peer
   demo       the default problem set on every available policy, validated, as a table
   transformer  a decoder from a preset (tiny, gpt2-small, llama3-8b) on a policy: verified stage by stage, timed
@@ -89,7 +89,7 @@ const std::map<std::string, std::string>& command_help() {
                         "                  [--export DIR] [--no-bucket] [--json]\n\n"
                         "Asks the provider for N kernels (default 4), feeding each rejection back into the next\n"
                         "prompt; compiles each with glslang, checks it against docs/KERNEL_CONTRACT.md, validates it in\n"
-                        "a sandboxed child process (10 cases with a secret seed, on SHAPE and a held-out shape,\n"
+                        "a sandboxed child process (16 cases with a secret seed, on SHAPE and a held-out shape,\n"
                         "guard regions, determinism), benchmarks accepted ones against kforge's own kernel, and\n"
                         "writes one record per attempt (c_/r_ *.json) under the cache dir's generated/ folder.\n"
                         "A cached accepted kernel is returned without asking the provider unless --force.\n"
@@ -111,7 +111,7 @@ const std::map<std::string, std::string>& command_help() {
                         "time of N runs (default 5), throughput, and the max error against the Eigen reference.\n"
                         "Exit 1 if the result is outside the op's tolerance.\n") + autotune_help + generated_help + op_help()},
     {"validate", std::string("usage: kforge validate --op OP --shape SHAPE [--dtype T] [--policy NAME] [--seed N] [--kernel FILE.comp] [--json]\n\n"
-                             "Runs the 10-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
+                             "Runs the 16-case suite (uniform, normal, sparse, large/small magnitude, zeros, ones,\n"
                              "alternating signs, extremes, NaN/Inf) against the Eigen reference. Exit 1 on any failure.\n"
                              "With --kernel FILE.comp the kernel (following docs/KERNEL_CONTRACT.md) goes through the\n"
                              "sandboxed generation gate instead; exit 0 accepted, 1 rejected with the reason.\n") + autotune_help + generated_help + op_help()},
@@ -133,7 +133,7 @@ const std::map<std::string, std::string>& command_help() {
                           "cpu_time, time_unit, iterations, GFLOPS / bytes_per_second), kforge's fields prefixed kforge_.\n") + autotune_help + generated_help + op_help()},
     {"tune", std::string("usage: kforge tune --op OP --shape SHAPE [--dtype T] [--policy FAMILY] [--strategy grid|halving|descent]\n"
                          "                   [--budget SECONDS] [--trials N] [--reps N] [--no-generated] [--json]\n\n"
-                         "Validates every candidate of the family's search space with the 10-case suite, times the\n"
+                         "Validates every candidate of the family's search space with the 16-case suite, times the\n"
                          "valid ones (warm-up, N samples, median; default 9), re-validates the winner and stores it in\n"
                          "the tuning cache (KFORGE_CACHE_DIR, else $XDG_CACHE_HOME/kforge, else ~/.cache/kforge) for\n"
                          "the problem's shape bucket (each dim rounded up to a power of two); every trial goes to\n"
@@ -182,7 +182,7 @@ const std::map<std::string, std::string>& command_help() {
      "a time more than --max-slowdown (1.25) x the baseline's and --time-floor-us (50) us slower, an error more than\n"
      "4x the baseline's + 0.1 eps of the dtype, or a stage that passed and now fails is a regression: exit 1.\n"
      "--compare NEW.json --baseline OLD.json compares two reports without running.\n"},
-    {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 10-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
+    {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 16-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;
 }

@@ -4,7 +4,7 @@
 // and admitted only after sandboxed validation against the Eigen reference.
 //
 //   problem → prompt → provider → GLSL → glslang → SPIR-V → contract check
-//     → sandboxed 10-case validation on the prompt's shape and a held-out one
+//     → sandboxed 16-case validation on the prompt's shape and a held-out one
 //     → benchmark vs kforge's own kernel → record (c_/r_) → cache
 //
 // Link kforge::llm and kforge::vulkan. docs/GENERATION.md is the tour,

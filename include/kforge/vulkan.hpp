@@ -22,6 +22,7 @@
 #include "kforge/vulkan/pipelines.hpp"
 #include "kforge/vulkan/context.hpp"
 #include "kforge/vulkan/stream.hpp"
+#include "kforge/vulkan/probe.hpp"
 #include "kforge/vulkan/tensor.hpp"
 #include "kforge/vulkan/launch.hpp"
 #include "kforge/vulkan/gemm_config.hpp"

@@ -25,9 +25,11 @@
 //   semantics(p), source_spec(p)   the op in words and as PyTorch, for prompts and records
 //   record_params(p)               its parameters in a record's file name (default: "")
 //   held_out(p, draw)              a shape the generation gate validates on besides p's, drawn
-//                                  from its secret stream (default: every extent > 1 redrawn
-//                                  independently, odd and different; docs/GENERATION.md)
+//                                  from its secret stream (held_out_draw says which kind; default:
+//                                  the last axis a row, the others extents; docs/GENERATION.md)
 //   mutation_problem(op)           a small problem with every feature the mutants of its kernel touch
+//   prepare_case(p, c, ts, seed)   adjusts one case's inputs to the family's structure, or says the case
+//                                  does not apply (default: the overflow case where magnitudes give a range)
 //
 // A family whose outputs are copies of its inputs' elements derives from
 // copy_traits_base<Self> instead, which also supplies magnitudes and
@@ -73,13 +75,30 @@ struct cli_option {
   void (*apply)(problem&, std::string_view value);
 };
 
+/// The validation suite's input cases (validate/suite.hpp): five random
+/// distributions, five edge cases, and six adversarial ones, each aimed at a
+/// class of plausible wrong kernel (docs/GENERATION.md, "The suite's cases").
+enum class input_case : std::uint8_t {
+  uniform, normal, sparse, large, small, zeros, ones, alternating, extremes, nan_inf,
+  negative_rows,        ///< every row negative, some very negative (a max or top-k started at 0)
+  offset_rows,          ///< rows whose mean dwarfs their spread, or that cancel (one-pass variance, f16 sums)
+  overflow,             ///< values near the op's overflow threshold (exp without the max shift)
+  zeros_meet_specials,  ///< exact zeros in every input where another input holds NaN/Inf (skipped zeros)
+  signed_specials,      ///< -0 beside +0, NaN with its sign bit set, rows of -Inf (orders on raw bits)
+  subnormal             ///< subnormal values, denominators past 2^126 (flushes, a*(1/b))
+};
+
 /// Input magnitudes of the validation suite's large-magnitude and extremes
 /// cases: as large as the op and dtype allow without the reference itself
 /// overflowing, so that these cases test range handling, not overflow luck.
+/// The overflow case draws in [overflow_lo, overflow_hi] (signs as given)
+/// where the op has a threshold inside its range (exp-based ops); both 0:
+/// the op has none and the case is not run.
 struct case_magnitudes {
   double large;                   ///< large-magnitude case: |x| in [large/2, large]
   double extreme_lo, extreme_hi;  ///< extremes case: |x| in [lo, hi]
   bool extreme_positive_only = false;
+  double overflow_lo = 0, overflow_hi = 0;
 };
 
 /// The error scale of a linear op: the reference applied to |inputs| in f32
@@ -147,18 +166,40 @@ struct launch {
 /// stream from the gate's secret seed, which draw this is (families tie
 /// relations to it: attention's draw 0 has S < L, draw 1 S > L; conv2d's
 /// draw 0 ends H's last window on the padded edge, draw 1 W's), and the
-/// kernel's tiles as reflection read them (gemm's M and N cross them).
+/// kernel's tiles as reflection read them (gemm's M and N cross them, row
+/// lengths leave several local sizes behind). docs/GENERATION.md, "Held-out
+/// shapes", states the rules these helpers apply.
+///
+/// Three kinds of shape come from a family's held_out(p, d):
+///  - a full draw (residue < 0, loop_limit == 0): every axis redrawn,
+///    `extent` for the axes kernels spread over workgroups (batch, rows,
+///    heads), `row` for the axes they loop or vectorise along (the last
+///    axis, gemm's K and N, attention's D and L, ...);
+///  - one of the residue sweep's 32 small shapes (residue in [0, 32)):
+///    every `row` axis is congruent to `residue` modulo 32 (so the sweep hits
+///    every class modulo 2, 4, 8, 16 and 32 on each of them), and every
+///    `extent` axis is small, odd and drawn from `shared`, the same stream in
+///    all 32 shapes, so that a flat element count (odd extents times a row
+///    axis) runs through every class too;
+///  - loop_limit > 0: no draw but p itself, shrunk along the axes one
+///    invocation may loop over (`fit`), for a device that stops an
+///    invocation after that many loop iterations (lavapipe: 65535); p
+///    unchanged where it fits already.
 struct held_out_draw {
   std::uint64_t state = 0;
   int index = 0;
   launch_tiles tiles;
+  int residue = -1;           ///< >= 0: a residue-sweep shape (above)
+  std::uint64_t shared = 0;   ///< the sweep's common stream
+  std::uint64_t loop_limit = 0;  ///< > 0: shrink p for this loop limit (above)
 
-  std::uint64_t next() {  // splitmix64
-    std::uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  static std::uint64_t mix(std::uint64_t& s) {  // splitmix64
+    std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
   }
+  std::uint64_t next() { return mix(state); }
   /// Uniform in [lo, hi] (lo when hi < lo).
   index_t uniform(index_t lo, index_t hi) {
     if (hi <= lo) return lo;
@@ -173,11 +214,71 @@ struct held_out_draw {
     if (v == avoid) v = v + 2 <= hi ? v + 2 : v - 2;
     return v;
   }
-  /// A new extent for d, drawn on its own: 1 stays 1 (a broadcast axis or a
-  /// batch of one); otherwise odd, in [(d + 1) / 2, 3d/2 + 9], never d.
-  index_t extent(index_t d) {
-    if (d <= 1) return d;
-    return odd(std::max<index_t>(3, (d + 1) / 2), d + d / 2 + 9, d);
+  bool sweep() const { return residue >= 0; }
+  /// The smallest power of two >= e (1 for e <= 1): the top of e's tuning bucket (B/2, B].
+  static index_t bucket_top(index_t e) {
+    index_t b = 1;
+    while (b < e) b *= 2;
+    return b;
+  }
+  /// How far a `row` axis goes in a full draw 1: past the prompt's bucket
+  /// and past four local sizes of the kernel.
+  index_t row_floor(index_t e) const {
+    return std::max<index_t>(bucket_top(e), 4 * static_cast<index_t>(std::max<std::uint32_t>(1, tiles.local_size)));
+  }
+  /// A new extent for an axis spread over workgroups (batch, rows, heads):
+  /// in a full draw an extent of 1 grows (odd, in [3, 7]) and e > 1 becomes
+  /// odd, in [(e + 1) / 2, 3e/2 + 9], never e (0 stays 0); in the residue
+  /// sweep one small odd extent (1, 3 or 5) from the shared stream.
+  index_t extent(index_t e) {
+    if (e <= 0) return e;
+    if (sweep()) return 1 + 2 * static_cast<index_t>(mix(shared) % 3);
+    if (e == 1) return odd(3, 7);
+    return odd(std::max<index_t>(3, (e + 1) / 2), e + e / 2 + 9, e);
+  }
+  /// A new length for an axis kernels loop or vectorise along, at least lo
+  /// (and at most hi where hi > 0: a bound the contract lets kernels size
+  /// shared memory by). Full draw 0: odd and below the prompt's bucket (in
+  /// [max(lo, 3), B/2], B = bucket_top(e)), or as draw 1 where that is empty;
+  /// full draw 1: odd and above both the bucket and four local sizes (in
+  /// (F, 2F], F = row_floor(e)). Residue sweep: residue + 32·j, j uniform in
+  /// [0, J] with 32·J about max(64, 2 × the local size), the smallest such
+  /// value >= lo when that is larger.
+  /// `side` 0 or 1 asks for draw 0's or draw 1's rule in any full draw (-1: this draw's).
+  index_t row(index_t e, index_t lo = 1, index_t hi = 0, int side = -1) {
+    lo = std::max<index_t>(lo, 1);
+    if (sweep()) {
+      const index_t r = residue == 0 ? 32 : residue;
+      const index_t span = std::max<index_t>(64, 2 * static_cast<index_t>(tiles.local_size));
+      index_t v = r + 32 * uniform(0, span / 32);
+      if (hi > 0 && v > hi) v = r + 32 * ((std::max<index_t>(hi, r) - r) / 32);
+      while (v < lo) v += 32;
+      return v;
+    }
+    // Below starts at 3 (rows of 1 or 2 make a softmax or a norm constant:
+    // the suite drops such cases; the residue sweep has them).
+    const index_t below = bucket_top(e) / 2, lo3 = std::max<index_t>(lo, 3);
+    if ((side < 0 ? index % 2 : side) == 0 && below >= lo3 && (hi <= 0 || lo3 <= hi)) {
+      const index_t top = hi > 0 ? std::min(below, hi) : below;
+      index_t v = lo3 + 2 * uniform(0, (top - lo3) / 2);  // odd where lo3 is
+      if ((v & 1) == 0 && v + 1 <= top) ++v;
+      return v;
+    }
+    const index_t f = std::max(row_floor(e), lo - 1);
+    if (hi > 0 && f >= hi) return std::min(hi, odd(std::max(lo, (hi + 1) / 2), hi, e));  // no room above: the top half
+    const index_t v = odd(f + 1, 2 * f, e);
+    return hi > 0 ? std::min(v, hi) : v;
+  }
+  /// The axis e shrunk for loop_limit: unchanged where four passes of e
+  /// iterations of `per` each fit it, else the largest length that does,
+  /// congruent to e modulo 32 where that is at least 1.
+  index_t fit(index_t e, double per = 1) const {
+    if (loop_limit == 0 || e <= 1) return e;
+    const double cap = static_cast<double>(loop_limit) / (4.0 * std::max(1.0, per));
+    if (static_cast<double>(e) <= cap) return e;
+    const index_t c = std::max<index_t>(1, static_cast<index_t>(cap));
+    const index_t same = c - ((c - e % 32) % 32 + 32) % 32;
+    return same >= 1 ? same : c;
   }
 };
 
@@ -206,6 +307,14 @@ struct traits_base {
   static std::span<const cli_option> options() { return {}; }
   static std::string describe(const problem&) { return ""; }
   static std::string record_params(const problem&) { return ""; }
+  /// Adjusts the inputs of one case after the suite's generic fill (the
+  /// family's structure: attention's scores grown along the keys, div's
+  /// denominators past 2^126); false where the case says nothing about the
+  /// op, which is then not run (default: the overflow case only where the
+  /// op's magnitudes give an overflow range).
+  static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>&, std::uint64_t) {
+    return c != input_case::overflow || Self::magnitudes(p).overflow_hi != 0;
+  }
   static double flops(const problem& p) { return static_cast<double>(Self::operands(p).front().dims.numel()); }
   static double bytes(const problem& p) {
     double b = 0;
@@ -214,10 +323,19 @@ struct traits_base {
     return b;
   }
 
-  /// Every extent of dims redrawn on its own (held_out_draw::extent).
+  /// Every extent of dims redrawn on its own: the last axis (the row kernels
+  /// loop or vectorise along) with held_out_draw::row, the others with
+  /// held_out_draw::extent; for a loop limit, the last axis shrunk.
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
+    const int last = q.dims.rank() - 1;
+    if (last < 0) return q;
+    if (d.loop_limit) {
+      q.dims[last] = d.fit(p.dims[last]);
+      return q;
+    }
+    for (int i = 0; i < last; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[last] = d.row(p.dims[last]);
     return q;
   }
 

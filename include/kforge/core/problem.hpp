@@ -95,6 +95,10 @@ struct operand_spec {
   /// An i32 input holding row ids of a table of `id_bound` rows: the suite
   /// draws every element in [0, id_bound) (embedding's ids).
   index_t id_bound = 0;
+  /// Contract kernels write a row of zeros for an id outside [0, id_bound)
+  /// (embedding: output row i for id i, the host reports the id): the suite
+  /// feeds them such ids where it judges contract kernels (suite_options::contract).
+  bool bad_ids_zero_rows = false;
 };
 
 /// The element type of operand o of problem p.
@@ -143,6 +147,13 @@ struct host_tensor {
       case dtype::f64: reinterpret_cast<double*>(storage.data())[i] = v; break;
       case dtype::i32: set_i32(i, static_cast<std::int32_t>(v)); break;
     }
+  }
+  /// The bits of element i of the storage (f32: 32, f16/bf16: 16, i32: 32).
+  std::uint64_t bits(index_t i) const {
+    std::uint64_t v = 0;
+    const std::size_t n = size_of(type);
+    std::memcpy(&v, storage.data() + static_cast<std::size_t>(i) * n, n);
+    return v;
   }
   /// Element i of an i32 tensor's storage, exactly.
   std::int32_t get_i32(index_t i) const {

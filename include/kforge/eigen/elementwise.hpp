@@ -2,6 +2,8 @@
 // array expressions in f32 (operands gathered when strided or broadcast).
 #pragma once
 
+#include <cmath>
+
 #include "kforge/eigen/common.hpp"
 #include "kforge/ops/elementwise.hpp"
 #include "kforge/policy/policy.hpp"
@@ -10,8 +12,11 @@ namespace kforge::eigen {
 
 template <fn F>
 Eigen::ArrayXf unary_reference(const Eigen::ArrayXf& x, float slope) {
-  if constexpr (F == fn::exp) return x.exp();
-  else if constexpr (F == fn::tanh) return x.tanh();
+  // exp and tanh through libm, not Eigen's vectorised forms: Eigen 3.4's
+  // exp gives Inf from x = 88.38 on (2^128 formed before the mantissa
+  // scales it down), where the true value is still finite up to 88.72.
+  if constexpr (F == fn::exp) return x.unaryExpr([](float v) { return std::exp(v); });
+  else if constexpr (F == fn::tanh) return x.unaryExpr([](float v) { return std::tanh(v); });
   else if constexpr (F == fn::abs) return x.abs();
   else if constexpr (F == fn::neg) return -x;
   else return x.unaryExpr([slope](float v) { return math::apply<F>(v, slope); });

@@ -1,5 +1,6 @@
 // kforge/eigen/softmax.hpp — reference softmax, layer_norm and rms_norm over
-// the last axis: rows gathered into a float matrix, computed row-wise.
+// the last axis: rows gathered into a float matrix, computed row-wise (the
+// norms' statistics and outputs in double, rounded once).
 #pragma once
 
 #include <cmath>
@@ -48,10 +49,16 @@ struct impl<policy::eigen, op::layer_norm<T>> : norm_entry<impl<policy::eigen, o
     eigen::array_rm m = eigen::gather_rows(g);
     const Eigen::ArrayXf gamma = eigen::gather(g.gamma), beta = eigen::gather(g.beta);
     for (index_t r = 0; r < m.rows(); ++r) {
+      // Mean and variance in double: rows whose mean dwarfs their spread
+      // (the suite's offset_rows) would otherwise carry the reference's own
+      // f32 rounding of the mean into every output.
       auto row = m.row(r);
-      const float mean = row.mean();
-      const float var = (row - mean).square().mean();
-      row = (row - mean) / std::sqrt(var + op.epsilon) * gamma.transpose() + beta.transpose();
+      const Eigen::ArrayXd rd = row.transpose().template cast<double>();
+      const double mean = rd.mean();
+      const double var = (rd - mean).square().mean();
+      const Eigen::ArrayXd y = (rd - mean) / std::sqrt(var + static_cast<double>(op.epsilon)) *
+                                   gamma.template cast<double>() + beta.template cast<double>();
+      row = y.transpose().template cast<float>();
     }
     eigen::scatter(Eigen::Map<const Eigen::ArrayXf>(m.data(), m.size()), g.y);
   }
@@ -65,8 +72,9 @@ struct impl<policy::eigen, op::rms_norm<T>> : norm_entry<impl<policy::eigen, op:
     const Eigen::ArrayXf gamma = eigen::gather(g.gamma);
     for (index_t r = 0; r < m.rows(); ++r) {
       auto row = m.row(r);
-      const float ms = row.square().mean();
-      row = row / std::sqrt(ms + op.epsilon) * gamma.transpose();
+      const Eigen::ArrayXd rd = row.transpose().template cast<double>();
+      const double ms = rd.square().mean();
+      row = (rd / std::sqrt(ms + static_cast<double>(op.epsilon)) * gamma.template cast<double>()).transpose().template cast<float>();
     }
     eigen::scatter(Eigen::Map<const Eigen::ArrayXf>(m.data(), m.size()), g.y);
   }

@@ -7,7 +7,7 @@
 // rounded up to a power of two; a bucket holds the extents in (B/2, B]):
 // both corners, each extent at the bottom of its octave where the other
 // corner has it at the top, and one shape drawn uniformly, all from a fresh
-// secret seed. A kernel that passes all of them (10 cases each, on a robust
+// secret seed. A kernel that passes all of them (16 cases each, on a robust
 // and on a plain context) is "proven for the bucket" in its record.
 //
 // policy::generated (and tune::resolve_vulkan_generated for policy::autotune)
@@ -152,7 +152,7 @@ inline void prove_bucket(generation_record& r, sandbox_options o = {}) {
   o.held_out = false;  // drawn and passed already, around the prompt's shape
   const sandbox_result sr = run_sandboxed(shapes, r.extracted_glsl, o);
   r.bucket_proven = sr.accepted;
-  r.bucket_reason = sr.accepted ? "proven: passed " + std::to_string(shapes.size()) + " shapes of the bucket x 10 cases"
+  r.bucket_reason = sr.accepted ? "proven: passed " + std::to_string(shapes.size()) + " shapes of the bucket x 16 cases"
                                 : "not proven: rejected at " + sr.stage + ": " + sr.reason;
 }
 

@@ -109,7 +109,12 @@ inline std::string contract_text(const problem& p) {
   s += "\n- Specialization constant ids >= 3 are free for your own knobs (they keep their defaults).\n";
   s += "- Handle every size, including sizes that are not multiples of your tile: never read or write outside the "
        "buffers (the host checks guard regions around every buffer), write every output element, and give the same "
-       "result on every run (no atomics that reorder float sums).\n";
+       "result on every run (no float atomics: no atomicAdd/atomicMin/atomicMax on floats and no compare-exchange "
+       "loop on float bits; integer atomics are fine).\n";
+  s += "- Full precision: no `mediump`/`lowp` and no `precision mediump float;` (RelaxedPrecision is refused).\n";
+  s += "- Shared memory: every read of a shared element must follow a write to it and a `barrier()` between "
+       "invocations (and a `barrier()` before an element another invocation still reads is overwritten); stay "
+       "within the device's shared memory and workgroup limits.\n";
   return s;
 }
 

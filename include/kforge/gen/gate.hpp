@@ -1,13 +1,15 @@
 // kforge/gen/gate.hpp — the gate a candidate kernel must pass, run inside
 // the sandbox's worker process: compile, contract check, the static
-// shared-memory race check (race.hpp), the 10-case suite with a secret seed
+// shared-memory race check (race.hpp), the 16-case suite with a secret seed
 // on every shape (the prompt's, two held-out shapes drawn from the seed with
-// every axis changed on its own, and one that needs the 2-D grid where the
-// memory limit allows; docs/GENERATION.md "Held-out shapes"), degenerate
-// references dropped as test cases, every case run twice and required
-// bit-identical, then a benchmark against kforge's own kernel for the op and
-// a re-validation after timing. The result is one JSON object the parent
-// reads back.
+// every axis changed on its own, 32 small shapes of the residue sweep (its
+// normal case), and one that needs the 2-D grid where the device's buffers
+// allow; each fitted to the device; docs/GENERATION.md "Held-out shapes"),
+// degenerate references dropped as test cases, every case run twice and
+// required bit-identical, a shape that fails only for a device's loop limit
+// judged on one the device can run, then a benchmark against kforge's own
+// kernel for the op and a re-validation after timing; time limits follow the
+// work ("Time limits"). The result is one JSON object the parent reads back.
 //
 // Two contexts: the suite first runs on the context given, which in the
 // sandbox has robust buffer access (untrusted code cannot reach memory outside
@@ -27,6 +29,7 @@
 #error "kforge/gen/*.hpp are private headers: include <kforge/gen.hpp>"
 #endif
 
+#include <chrono>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -55,15 +58,19 @@ inline constexpr const char* crash = "crash";            // the worker died
 inline constexpr const char* accepted = "accepted";
 }  // namespace stage
 
-/// How many shapes the gate draws besides the prompt's (docs/GENERATION.md,
-/// "Held-out shapes"), not counting the 2-D-grid shape.
+/// How many full draws the gate makes besides the prompt's shape
+/// (docs/GENERATION.md, "Held-out shapes"); the residue sweep and the
+/// 2-D-grid shape come on top.
 inline constexpr int held_out_draws = 2;
+/// The residue sweep's shapes: one per class modulo 32, so every class
+/// modulo 2, 4, 8, 16 and 32 of every axis kernels loop or vectorise along.
+inline constexpr int residue_classes = 32;
 
 /// The held-out shapes for prompt problem p that the prompt never shows:
-/// held_out_draws shapes from the op's traits' held_out, each drawn on its
-/// own from `seed` (the gate's secret seed) knowing the kernel's tiles. Every
-/// extent the family lets change is redrawn independently of the prompt's
-/// and of the other draw's.
+/// held_out_draws full draws from the op's traits' held_out, each drawn on
+/// its own from `seed` (the gate's secret seed) knowing the kernel's tiles.
+/// Every extent the family lets change is redrawn independently of the
+/// prompt's and of the other draw's.
 inline std::vector<problem> held_out_problems(const problem& p, std::uint64_t seed, const launch_tiles& tiles = {}) {
   std::vector<problem> out;
   for (int i = 0; i < held_out_draws; ++i) {
@@ -76,9 +83,127 @@ inline std::vector<problem> held_out_problems(const problem& p, std::uint64_t se
   return out;
 }
 
+/// The residue sweep for p: residue_classes small shapes, shape r with every
+/// axis the family's traits call a row (the last axis, gemm's N and K,
+/// attention's D and L, ...) congruent to r modulo 32, and the other axes
+/// small, odd and the same in all of them (held_out_draw). Drawn from the
+/// gate's secret seed like the full draws.
+inline std::vector<problem> residue_problems(const problem& p, std::uint64_t seed, const launch_tiles& tiles = {}) {
+  std::vector<problem> out;
+  const std::uint64_t shared = seed ^ 0x7265736964756573ull;
+  for (int r = 0; r < residue_classes; ++r) {
+    held_out_draw d{seed ^ (0x72657369647565ull + static_cast<std::uint64_t>(r + 1) * 0xbf58476d1ce4e5b9ull),
+                    held_out_draws + r, tiles, r, shared};
+    problem q = family_of(p).held_out(p, d);
+    (void)operands(q);
+    out.push_back(std::move(q));
+  }
+  return out;
+}
+
+/// p itself, shrunk along the axes one invocation may loop over until four
+/// passes over them fit `loop_limit` iterations (the traits' held_out with
+/// held_out_draw::loop_limit): the shape the gate judges instead where a
+/// device stops long loops (vulkan::loop_iteration_limit). p where it fits.
+inline problem loop_fit_problem(const problem& p, std::uint64_t loop_limit, const launch_tiles& tiles = {}) {
+  held_out_draw d;
+  d.tiles = tiles;
+  d.loop_limit = loop_limit;
+  problem q = family_of(p).held_out(p, d);
+  (void)operands(q);
+  return q;
+}
+
+/// The bytes of q's operands (each at its element type) and of its largest one.
+inline double operand_bytes(const problem& q) { return tensor_bytes(q); }
+inline double largest_operand_bytes(const problem& q) {
+  double b = 0;
+  for (const operand_spec& o : operands(q))
+    b = std::max(b, static_cast<double>(o.dims.numel()) * static_cast<double>(size_of(operand_type(q, o))));
+  return b;
+}
+/// The runner allocates each operand with a guard on both sides (256
+/// elements and the offset alignment), so a buffer holds a little more.
+inline constexpr double buffer_slack = 4096;
+
+namespace detail {
+/// The axes of q as groups that change together: an axis of dims with the
+/// axis of dims2 aligned to it from the right where the two are equal (a
+/// broadcast operand stays broadcast-compatible), and every other axis of
+/// dims2 alone. Index i < rank(dims) names dims[i], else dims2[i - rank].
+inline std::vector<std::vector<int>> axis_groups(const problem& q) {
+  const int ra = q.dims.rank(), rb = q.dims2.rank();
+  std::vector<std::vector<int>> g;
+  std::vector<bool> tied(static_cast<std::size_t>(rb), false);
+  for (int i = 0; i < ra; ++i) {
+    std::vector<int> one{i};
+    const int j = i - (ra - rb);
+    if (rb && j >= 0 && q.dims2[j] == q.dims[i]) {
+      one.push_back(ra + j);
+      tied[static_cast<std::size_t>(j)] = true;
+    }
+    g.push_back(std::move(one));
+  }
+  for (int j = 0; j < rb; ++j)
+    if (!tied[static_cast<std::size_t>(j)]) g.push_back({ra + j});
+  return g;
+}
+inline index_t& axis_ref(problem& q, int i) { return i < q.dims.rank() ? q.dims[i] : q.dims2[i - q.dims.rank()]; }
+inline index_t axis_of(const problem& q, int i) { return i < q.dims.rank() ? q.dims[i] : q.dims2[i - q.dims.rank()]; }
+inline bool valid(const problem& q) {
+  try {
+    (void)operands(q);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+/// About half of e, congruent to e modulo 32 where that leaves at least 1
+/// (a shrunk held-out shape keeps its residue classes and its oddness),
+/// else half of e with e's parity; e where nothing smaller exists.
+inline index_t half_keeping_class(index_t e) {
+  if (e <= 1) return e;
+  const index_t h = e / 2, same = h - ((h - e % 32) % 32 + 32) % 32;
+  if (same >= 1) return same;
+  const index_t v = (e % 2) ? (h | 1) : std::max<index_t>(2, h - h % 2);
+  return v < e ? v : e;
+}
+}  // namespace detail
+
+/// q shrunk until its largest operand fits one storage buffer
+/// (`max_buffer_bytes`, the device's maxStorageBufferRange; 0: no limit) and
+/// all its operands `max_total_bytes` (0: no limit): each step halves the
+/// axis group whose halving leaves the smallest excess, keeping its residue
+/// classes modulo 32 where the axis is long enough (detail::half_keeping_class)
+/// and the problem valid. nullopt where no valid shape fits.
+inline std::optional<problem> fit_to_device(problem q, double max_buffer_bytes, double max_total_bytes) {
+  auto excess = [&](const problem& x) {
+    double e = 0;
+    if (max_buffer_bytes > 0) e = std::max(e, (largest_operand_bytes(x) + buffer_slack) / max_buffer_bytes);
+    if (max_total_bytes > 0) e = std::max(e, operand_bytes(x) / max_total_bytes);
+    return e;
+  };
+  for (int step = 0; step < 256 && excess(q) > 1; ++step) {
+    std::optional<problem> best;
+    double best_e = excess(q);
+    for (const auto& grp : detail::axis_groups(q)) {
+      problem x = q;
+      for (int i : grp) detail::axis_ref(x, i) = detail::half_keeping_class(detail::axis_of(q, i));
+      if (detail::axis_of(x, grp.front()) == detail::axis_of(q, grp.front()) || !detail::valid(x)) continue;
+      const double e = excess(x);
+      if (e < best_e) best = x, best_e = e;
+    }
+    if (!best) return std::nullopt;
+    q = *best;
+  }
+  if (excess(q) > 1) return std::nullopt;
+  return q;
+}
+
 /// The operand bytes the 2-D-grid shape may take: the worker holds about five
 /// host copies of each operand (inputs, reference, candidate, the rerun) and
-/// two device copies, so 256 MiB of operands is about 1.5 GiB of memory.
+/// two device copies, so 256 MiB of operands is about 1.5 GiB of memory. Held-out
+/// draws are fitted to the larger of this and the prompt's operand bytes.
 inline constexpr double grid_shape_byte_limit = 256.0 * 1024 * 1024;
 
 /// The shape that needs more than 65535 workgroups at the kernel's tiles (so
@@ -90,13 +215,73 @@ struct grid_shape {
   std::string reason;
 };
 
-/// Grows one axis of `base` (the one whose growth costs the fewest operand
-/// bytes) until the launch at `tiles` needs more than 65535 workgroups. gemm
+// ---- what the gate's work costs: timeouts and the worker's deadline --------
+
+/// Rates the gate's time limits assume (docs/GENERATION.md, "Time limits"):
+/// those of a slow but correct kernel on a device, per second.
+struct work_rates {
+  double flops;        ///< arithmetic
+  double bytes;        ///< moved: the runner's uploads and downloads, and the kernel's own traffic
+  double invocations;  ///< launched (on a CPU device each is a coroutine switched at every barrier)
+};
+/// A GPU: a naive kernel's flops, transfers through staging memory and PCIe.
+inline constexpr work_rates gpu_rates{5e10, 2e9, 1e9};
+/// A CPU implementation (lavapipe; device_info::type "cpu"): 100 times a
+/// GPU's time per flop; memory copies at host speed; invocations measured on
+/// lavapipe (Mesa 22.3, 2-core EPYC, busy): 65536 workgroups of 256 with
+/// barriers took 4 s (softmax) to 12 s (attention) per dispatch, ~3e6 per
+/// second, taken as 2e6.
+inline constexpr work_rates cpu_rates{5e8, 5e7, 2e6};
+/// The host's part of a case: the Eigen reference (flops) and the inputs'
+/// generation, copies and comparison (operand bytes); measured on the same
+/// machine at about 6e7 bytes per second for a 70 MB relu operand.
+inline constexpr double host_flops_rate = 1e9, host_bytes_rate = 3e7;
+/// A per-dispatch timeout is this many times the run's estimate.
+inline constexpr double timeout_safety = 10;
+
+/// Invocations a launch of q at `tiles` starts.
+inline double launched_invocations(const problem& q, const launch_tiles& tiles) {
+  const launch l = family_of(q).launch_of(q, tiles);
+  return static_cast<double>(l.grid[0]) * l.grid[1] * l.grid[2] * std::max<std::uint32_t>(1, tiles.local_size);
+}
+/// Estimated seconds of one run of the kernel on q (the runner's one wait:
+/// the upload of every operand, one dispatch, the download): flops / flop
+/// rate + (2 x operand bytes + the family's bytes) / byte rate + invocations
+/// / invocation rate, at gpu_rates or, on a CPU device, cpu_rates.
+inline double dispatch_seconds(const problem& q, const launch_tiles& tiles, bool cpu_device) {
+  const family_table& f = family_of(q);
+  const work_rates& r = cpu_device ? cpu_rates : gpu_rates;
+  return f.flops(q) / r.flops + (2 * operand_bytes(q) + f.bytes(q)) / r.bytes + launched_invocations(q, tiles) / r.invocations;
+}
+/// Estimated seconds of the host's part of one case of q: the Eigen
+/// reference twice (the error scale of linear ops runs it again) and the
+/// operands' generation, copies and comparison.
+inline double host_case_seconds(const problem& q) {
+  return 2 * family_of(q).flops(q) / host_flops_rate + operand_bytes(q) / host_bytes_rate;
+}
+/// The per-dispatch timeout for q: `floor` (the request's, 5 s by default;
+/// at least 20 s on a CPU device, which compiles the pipeline inside the
+/// first wait — seconds for attention on a busy 2-core machine, and a
+/// correct attention kernel was rejected at 37 s with the tests of a build
+/// sharing the cores) or safety x dispatch_seconds, whichever is longer.
+inline std::chrono::milliseconds dispatch_timeout(const problem& q, const launch_tiles& tiles, bool cpu_device,
+                                                  std::chrono::milliseconds floor) {
+  if (cpu_device) floor = std::max(floor, std::chrono::milliseconds(20000));
+  // A CPU device shares the host's cores with whatever else runs (CI runs
+  // two tests at once): three times the margin there.
+  const double ms = (cpu_device ? 3 : 1) * timeout_safety * 1000 * dispatch_seconds(q, tiles, cpu_device);
+  return std::max(floor, std::chrono::milliseconds(static_cast<long long>(std::min(ms, 3.6e6))));
+}
+
+/// Grows one axis of `base` until the launch at `tiles` needs more than
+/// 65535 workgroups, with every other axis shrunk to a few (3, else 2, else
+/// 1, where the problem stays valid: rows of a few columns), and keeps the
+/// cheapest such shape by the host's and a CPU device's estimated time. gemm
 /// and conv2d have a 3-D grid by contract (no fold to test); a shape over
-/// grid_shape_byte_limit is skipped, with the reason; so is one whose largest
-/// operand would not fit one storage buffer (`max_buffer_bytes`, the device's
-/// maxStorageBufferRange; 0: no such limit). lavapipe's 128 MiB is less than
-/// a gated op's input needs for 65536 workgroups of 256 outputs.
+/// grid_shape_byte_limit is skipped, with the reason; so is one whose
+/// largest operand would not fit one storage buffer (`max_buffer_bytes`, the
+/// device's maxStorageBufferRange; 0: no such limit) even then — a kernel
+/// whose workgroups each take more elements than the buffer holds per 65536.
 inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles, std::uint64_t max_buffer_bytes = 0) {
   const family_table& f = family_of(base);
   grid_shape out;
@@ -110,58 +295,84 @@ inline grid_shape grid_problem(const problem& base, const launch_tiles& tiles, s
     return std::uint64_t(l.grid[0]) * l.grid[1] * l.grid[2];
   };
   auto folds = [&](const problem& q) { return f.launch_of(q, tiles).grid[1] > 1; };
-  const std::uint64_t g0 = std::max<std::uint64_t>(1, workgroups(base));
-  double best_bytes = 0;
-  // The runner allocates each operand with a small guard beside it.
-  constexpr double buffer_slack = 4096;
-  auto largest_operand = [](const problem& q) {
-    double b = 0;
-    for (const operand_spec& o : operands(q))
-      b = std::max(b, static_cast<double>(o.dims.numel()) * static_cast<double>(size_of(operand_type(q, o))));
-    return b;
-  };
+  auto cost = [&](const problem& q) { return dispatch_seconds(q, tiles, true) + host_case_seconds(q); };
+  double best_cost = 0, best_bytes = 0;
   std::optional<problem> too_wide;  // the cheapest shape refused for its largest operand
   double too_wide_buffer = 0;
-  const int ra = base.dims.rank(), rb = base.dims2.rank();
-  for (int axis = 0; axis < ra + rb; ++axis) {
-    // An axis of dims carries the aligned axis of dims2 along where they are
-    // equal (a broadcast operand stays broadcast-compatible).
-    const bool in2 = axis >= ra;
-    const index_t e = in2 ? base.dims2[axis - ra] : base.dims[axis];
-    if (e < 1) continue;
-    index_t v = e * static_cast<index_t>((65536 + 64 + g0 - 1) / g0) + 1;
-    // Steps of a quarter: the first guess counts whole workgroups of a small
-    // shape and falls short; doubling would overshoot by up to 2x the bytes.
-    for (int tries = 0; tries < 40; ++tries, v += v / 4 + 1) {
-      problem q = base;
-      if (in2) {
-        q.dims2[axis - ra] = v;
-      } else {
-        q.dims[axis] = v;
-        const int j = axis - (ra - rb);
-        if (rb && j >= 0 && base.dims2[j] == e) q.dims2[j] = v;
-      }
-      try {
-        (void)operands(q);
-        if (!folds(q)) continue;
-      } catch (const std::exception&) {
-        break;  // this axis cannot grow alone
-      }
-      const double bytes = f.bytes(q);
-      if (max_buffer_bytes && largest_operand(q) + buffer_slack > static_cast<double>(max_buffer_bytes)) {
-        if (!too_wide || largest_operand(q) < too_wide_buffer) {
-          too_wide = q;
-          too_wide_buffer = largest_operand(q);
+  const auto groups = detail::axis_groups(base);
+  for (std::size_t gi = 0; gi < groups.size(); ++gi) {
+    // The others shrunk to a few (3, else 2, else 1), else halved as long as
+    // the problem stays valid; twice round (one axis may bound another:
+    // kv_append's pos + T <= Lmax).
+    problem small = base;
+    auto set_group = [](problem x, const std::vector<int>& grp, index_t v) {
+      for (int i : grp) detail::axis_ref(x, i) = std::min(detail::axis_of(x, i), v);
+      return x;
+    };
+    for (int round = 0; round < 2; ++round)
+      for (std::size_t gj = 0; gj < groups.size(); ++gj) {
+        if (gj == gi) continue;
+        const index_t cur = detail::axis_of(small, groups[gj].front());
+        bool done = cur <= 3;
+        for (index_t few : {3, 2, 1}) {
+          if (done) break;
+          const problem x = set_group(small, groups[gj], few);
+          if (detail::valid(x)) small = x, done = true;
         }
-        break;
+        for (index_t v = cur / 2; !done && v > 3; v /= 2) {
+          const problem x = set_group(small, groups[gj], v);
+          if (!detail::valid(x)) break;
+          small = x;
+        }
       }
-      if (!out.p || bytes < best_bytes) {
-        out.p = q;
-        best_bytes = bytes;
-        out.workgroups = workgroups(q);
-      }
-      break;
+    // The group grows together (tied axes were shrunk together, so they are
+    // still equal); where it cannot grow alone (kv_append's T is bounded by
+    // the cache's Lmax), another group grows by the same amount beside it.
+    const std::vector<int>& grp = groups[gi];
+    const index_t e = detail::axis_of(small, grp.front());
+    if (e < 1) continue;
+    std::uint64_t g0 = 1;
+    try {
+      g0 = std::max<std::uint64_t>(1, workgroups(small));
+    } catch (const std::exception&) {
+      continue;
     }
+    auto grow = [&](const std::vector<int>* partner) {
+      index_t v = e * static_cast<index_t>((65536 + 64 + g0 - 1) / g0) + 1;
+      // Steps of a quarter: the first guess counts whole workgroups of a small
+      // shape and falls short; doubling would overshoot by up to 2x the bytes.
+      for (int tries = 0; tries < 40; ++tries, v += v / 4 + 1) {
+        problem q = small;
+        for (int i : grp) detail::axis_ref(q, i) = v;
+        if (partner)
+          for (int i : *partner) detail::axis_ref(q, i) += v - e;
+        try {
+          (void)operands(q);
+          if (!folds(q)) continue;
+        } catch (const std::exception&) {
+          return false;  // the group cannot grow so
+        }
+        if (max_buffer_bytes && largest_operand_bytes(q) + buffer_slack > static_cast<double>(max_buffer_bytes)) {
+          if (!too_wide || largest_operand_bytes(q) < too_wide_buffer) {
+            too_wide = q;
+            too_wide_buffer = largest_operand_bytes(q);
+          }
+          return true;
+        }
+        const double c = cost(q);
+        if (!out.p || c < best_cost) {
+          out.p = q;
+          best_cost = c;
+          best_bytes = operand_bytes(q);
+          out.workgroups = workgroups(q);
+        }
+        return true;
+      }
+      return false;
+    };
+    if (!grow(nullptr))
+      for (std::size_t gj = 0; gj < groups.size(); ++gj)
+        if (gj != gi) grow(&groups[gj]);
   }
   if (!out.p && too_wide) {
     char buf[300];
@@ -202,6 +413,11 @@ struct gate_options {
   /// (see the header comment); called at most once. Empty: everything runs
   /// on the context given to run_gate.
   std::function<vulkan::context&()> plain_context;
+  /// The per-dispatch timeout's floor (dispatch_timeout); 0: the context's timeout.
+  std::chrono::milliseconds dispatch_timeout{0};
+  /// Told the worker's wall-clock budget in ms once the plan is drawn, and
+  /// again when it grows (the sandbox's parent extends its deadline to it).
+  std::function<void(double)> on_budget;
 };
 
 /// Summarises the first failing case of a report for feedback and records.
@@ -222,9 +438,12 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 
 /// Runs the whole gate in this process and returns the result as JSON:
 /// {"accepted", "stage", "reason", "robust_buffer_access", "robust_buffer_access2",
-///  "compile_log", "reflection", "spirv_hash", "held_out": [shape...], "grid_2d": {"validated", "shape",
-///  "workgroups", "rule"}, "validation": [{"shape", "role", "held_out", "report"}...],
-///  "plain_validation" (same form), "benchmark", "revalidation"}.
+///  "compile_log", "reflection", "spirv_hash", "race_check", "held_out": [shape...], "residues": [shape...],
+///  "held_out_notes": [...], "grid_2d": {"validated", "shape", "workgroups", "rule"}, "worker_budget_ms",
+///  "validation": [{"shape", "role", "held_out", ["instead_of", "loop_limit"], "seconds", "timeout_ms", "report"}...],
+///  "plain_validation" (same form), "loop_limit": {"iterations", "judged_instead"} (where a failure
+///  asked for the device's loop limit), "benchmark", "revalidation"}. Validation stops at the first
+///  shape that fails.
 inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
                             gate_options opt = {}) {
   if (shapes.empty()) throw argument_error("kforge::gen::run_gate: no shapes");
@@ -266,8 +485,13 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
 
   bool lost = false;
   std::string lost_reason;
+  bool twice = true;  // each case runs twice (determinism); the 2-D grid shape once on a CPU device
   const executor candidate = [&](const problem& p, std::vector<host_tensor>& ts) {
     try {
+      if (!twice) {
+        k->run(p, ts);
+        return;
+      }
       std::vector<host_tensor> again = ts;  // same inputs and the same poisoned outputs
       k->run(p, ts);
       k->run(p, again);
@@ -289,74 +513,197 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       throw;
     }
   };
-  // The shapes: the caller's (the prompt's first), the held-out draws, and
-  // the 2-D-grid shape where there is one (docs/GENERATION.md, "Held-out shapes").
+  // The shapes: the caller's (the prompt's first), the held-out draws, the
+  // residue sweep and the 2-D-grid shape where there is one
+  // (docs/GENERATION.md, "Held-out shapes"), each fitted to the device.
   struct gate_shape {
     problem p;
-    std::string role;  // prompt, given, held_out, grid_2d
+    std::string role;  // prompt, given, held_out, residue, grid_2d
     std::vector<input_case> cases;
+    std::string instead_of;  // judged on p instead of this shape (the device's loop limit)
   };
   const std::vector<input_case> all(all_cases.begin(), all_cases.end());
   std::vector<gate_shape> plan;
-  for (std::size_t i = 0; i < shapes.size(); ++i) plan.push_back({shapes[i], i == 0 ? "prompt" : "given", all});
+  for (std::size_t i = 0; i < shapes.size(); ++i) plan.push_back({shapes[i], i == 0 ? "prompt" : "given", all, ""});
   const kernel_reflection& refl = k->reflection();
   const launch_tiles tiles{refl.local_size, refl.tile_m, refl.tile_n, refl.tile};
-  const std::vector<problem> held = opt.held_out ? held_out_problems(main, opt.seed, tiles) : std::vector<problem>{};
-  for (const auto& h : held) plan.push_back({h, "held_out", all});
+  const bool cpu_device = ctx.info().type == "cpu";
+  const double max_buffer = static_cast<double>(ctx.info().max_storage_buffer_range);
+  // Held-out shapes take at most the prompt's operand bytes or
+  // grid_shape_byte_limit, whichever is more, and fit one storage buffer.
+  const double held_total = std::max(grid_shape_byte_limit, operand_bytes(main));
+  std::vector<std::string> fit_notes;
+  auto fitted = [&](const std::vector<problem>& drawn) {
+    std::vector<problem> out;
+    for (const problem& h : drawn) {
+      const std::optional<problem> f = fit_to_device(h, max_buffer, held_total);
+      if (!f) {
+        fit_notes.push_back("left out: " + describe(h) + " cannot be shrunk to fit the device");
+        continue;
+      }
+      if (!(f->dims == h.dims && f->dims2 == h.dims2))
+        fit_notes.push_back(describe(*f) + " instead of " + describe(h) + ": shrunk to fit the device's buffers");
+      out.push_back(*f);
+    }
+    return out;
+  };
+  const std::vector<problem> held = opt.held_out ? fitted(held_out_problems(main, opt.seed, tiles)) : std::vector<problem>{};
+  const std::vector<problem> residues = opt.held_out ? fitted(residue_problems(main, opt.seed, tiles)) : std::vector<problem>{};
+  for (const auto& h : held) plan.push_back({h, "held_out", all, ""});
+  // The sweep is about the shapes, not the values: the normal case only.
+  for (const auto& h : residues) plan.push_back({h, "residue", {input_case::normal}, ""});
   grid_shape grid;
-  if (opt.held_out) grid = grid_problem(held.front(), tiles, ctx.info().max_storage_buffer_range);
+  if (opt.held_out) grid = grid_problem(held.empty() ? main : held.front(), tiles, ctx.info().max_storage_buffer_range);
   else grid.reason = "not drawn: the kernel passed the whole gate before; this run checks given shapes only";
-  if (grid.p && ctx.info().type == "cpu" && races.barriers > 0) {
-    // Measured on lavapipe (2-core EPYC): 65536 workgroups of kforge's
-    // attention (256 invocations, two workgroup reductions per key block)
-    // outlast the 5 s per-dispatch timeout; a CPU device switches every
-    // invocation at every barrier. Barrier-free kernels (relu: 65536 x 256
-    // invocations) take well under a second there.
-    grid.reason = "skipped on a CPU device (" + ctx.info().name + "): the kernel has " + std::to_string(races.barriers) +
-                  " workgroup barriers, and " + std::to_string(grid.workgroups) +
-                  " workgroups of it outlast the per-dispatch timeout there; GPUs validate it";
-    grid.p.reset();
-  }
-  if (grid.p) plan.push_back({*grid.p, "grid_2d", {input_case::normal}});
+  if (grid.p) plan.push_back({*grid.p, "grid_2d", {input_case::normal}, ""});
   w.key("held_out").begin_array();
   for (const auto& h : held) w.value(describe(h));
+  w.end_array();
+  w.key("residues").begin_array();
+  for (const auto& h : residues) w.value(describe(h));
+  w.end_array();
+  w.key("held_out_notes").begin_array();
+  for (const auto& n : fit_notes) w.value(n);
   w.end_array();
   w.key("grid_2d").begin_object().field("validated", grid.p.has_value()).field("shape", grid.p ? describe(*grid.p) : "");
   w.field("workgroups", grid.workgroups).field("rule", grid.reason).end_object();
 
-  auto validate_shapes = [&](std::uint64_t seed, const std::vector<gate_shape>& ps, std::string* reason) {
+  // Time limits follow the work (docs/GENERATION.md, "Time limits"): each
+  // shape's wait gets dispatch_timeout, and the worker's deadline is the
+  // floor (30 s + 4 x the largest per-dispatch timeout) plus three times the
+  // estimate of every run of every case on both contexts.
+  const std::chrono::milliseconds floor = opt.dispatch_timeout.count() > 0 ? opt.dispatch_timeout : ctx.timeout();
+  auto timeout_for = [&](const problem& q) { return dispatch_timeout(q, tiles, cpu_device, floor); };
+  // The 2-D grid shape's point is the fold, not determinism (every other
+  // shape checks that): on a CPU device, where its 65536 workgroups take
+  // seconds, it runs once per context.
+  auto runs_of = [&](const gate_shape& s) { return cpu_device && s.role == "grid_2d" ? 1 : 2; };
+  auto shape_seconds = [&](const gate_shape& s) {
+    return static_cast<double>(s.cases.size()) *
+           (runs_of(s) * dispatch_seconds(s.p, tiles, cpu_device) + host_case_seconds(s.p));
+  };
+  double budget_ms = 0;
+  auto announce_budget = [&](double extra_s) {
+    double longest = static_cast<double>(floor.count()), work = extra_s;
+    for (const auto& s : plan) {
+      longest = std::max(longest, static_cast<double>(timeout_for(s.p).count()));
+      work += 2 * shape_seconds(s);  // the robust and the plain context
+    }
+    work += opt.benchmark ? 2.0 * (opt.bench_reps + 1) * dispatch_seconds(main, tiles, cpu_device) : 0.0;
+    work += opt.revalidate ? shape_seconds(plan.front()) : 0.0;
+    budget_ms = 30000 + 4 * longest + 3000 * work;
+    if (opt.on_budget) opt.on_budget(budget_ms);
+  };
+  announce_budget(0);
+  w.field("worker_budget_ms", budget_ms);
+
+  // A device that stops an invocation's loops (lavapipe: 65535 iterations in
+  // all) fails a correct kernel whose invocations loop over a long row. Where
+  // a shape fails on such a device and four passes over its long axes could
+  // pass the limit, the shape is judged on loop_fit_problem instead (the same
+  // shape, shrunk along them): a kernel wrong there is still rejected. Only
+  // where the gate admits a kernel (held_out): a check of given shapes
+  // (gen/bucket.hpp's verdicts) asks whether the kernel runs them here.
+  bool probed = false;
+  std::uint64_t loop_limit = 0;
+  std::vector<std::string> loop_notes;
+  auto device_loop_limit = [&]() {
+    if (!probed) {
+      probed = true;
+      try {
+        loop_limit = vulkan::loop_iteration_limit(ctx);
+      } catch (const std::exception&) {
+        loop_limit = 0;
+      }
+    }
+    return loop_limit;
+  };
+  vulkan::context* cur_ctx = &ctx;
+  auto label_of = [&](const gate_shape& s) -> std::string {
+    if (s.role == "held_out") return " (held-out shape)";
+    if (s.role == "residue") return " (held-out shape of the residue sweep)";
+    if (s.role == "grid_2d") return " (held-out 2-D grid shape, " + std::to_string(grid.workgroups) + " workgroups)";
+    return "";
+  };
+  auto validate_shapes = [&](std::uint64_t seed, std::vector<gate_shape>& ps, std::string* reason) {
     bool ok = true;
     w.begin_array();
-    for (std::size_t i = 0; i < ps.size(); ++i) {
+    auto run_one = [&](const gate_shape& s, std::size_t i) {
       suite_options so;
       so.seed = seed + 0x9e3779b97f4a7c15ull * i;
       so.skip_degenerate = true;
-      so.cases = ps[i].cases;
-      const report r = lost ? report{} : validate(ps[i].p, candidate, so);
-      w.begin_object().field("shape", describe(ps[i].p)).field("role", ps[i].role).field("held_out", ps[i].role == "held_out" || ps[i].role == "grid_2d");
+      so.contract = true;  // contract kernels: embedding's bad ids too
+      so.cases = s.cases;
+      cur_ctx->set_timeout(timeout_for(s.p));
+      twice = runs_of(s) == 2;
+      const auto t0 = std::chrono::steady_clock::now();
+      report r = lost ? report{} : validate(s.p, candidate, so);
+      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      // A derived shape's only case may have a degenerate reference (tiny
+      // shapes): no evidence either way, not a failure.
+      if (!lost && r.num_total == 0 && (s.role == "residue" || s.role == "grid_2d")) r.all_passed = true;
+      w.begin_object().field("shape", describe(s.p)).field("role", s.role).field("held_out", s.role != "prompt" && s.role != "given");
+      if (!s.instead_of.empty()) w.field("instead_of", s.instead_of).field("loop_limit", loop_limit);
+      w.field("seconds", secs).field("timeout_ms", static_cast<double>(cur_ctx->timeout().count()));
       w.key("report").raw(r.to_json()).end_object();
-      if (!r.all_passed && ok) {
-        ok = false;
-        const std::string label = ps[i].role == "held_out" ? " (held-out shape)"
-                                  : ps[i].role == "grid_2d" ? " (held-out 2-D grid shape, " + std::to_string(grid.workgroups) + " workgroups)"
-                                                            : "";
-        *reason = failure_summary(r, describe(ps[i].p) + label);
-      }
+      return r;
+    };
+    for (std::size_t i = 0; i < ps.size() && ok; ++i) {
+      const report r = run_one(ps[i], i);
       if (lost) break;
+      if (r.all_passed) continue;
+      std::string failure = failure_summary(r, describe(ps[i].p) + label_of(ps[i]));
+      if (opt.held_out && ps[i].instead_of.empty() && device_loop_limit() > 0) {
+        const problem fit = loop_fit_problem(ps[i].p, loop_limit, tiles);
+        if (!(fit.dims == ps[i].p.dims && fit.dims2 == ps[i].p.dims2 && fit.attrs == ps[i].p.attrs)) {
+          const std::string note = "judged on " + describe(fit) + " instead of " + describe(ps[i].p) +
+                                   ": the loop limit of " + std::to_string(loop_limit) +
+                                   " iterations per invocation of " + ctx.info().name;
+          gate_shape s = ps[i];
+          s.instead_of = describe(ps[i].p);
+          s.p = fit;
+          announce_budget(2 * shape_seconds(s));
+          const report r2 = run_one(s, i);
+          if (lost) break;
+          if (r2.all_passed) {
+            ps[i] = std::move(s);  // later passes (the plain context, the re-validation) judge it there too
+            if (std::find(loop_notes.begin(), loop_notes.end(), note) == loop_notes.end()) loop_notes.push_back(note);
+            continue;
+          }
+          failure = failure_summary(r2, describe(fit) + label_of(ps[i])) + " (" + note + ")";
+        }
+      }
+      ok = false;
+      *reason = failure;
     }
     w.end_array();
     return ok;
+  };
+  auto loop_text = [&]() {
+    std::string s;
+    for (const auto& n : loop_notes) s += "; " + n;
+    return s;
+  };
+  auto write_loop_limit = [&]() {
+    if (!probed) return;
+    w.key("loop_limit").begin_object().field("iterations", loop_limit).key("judged_instead").begin_array();
+    for (const auto& n : loop_notes) w.value(n);
+    w.end_array().end_object();
   };
   std::string reason;
   w.key("validation");
   const bool valid = validate_shapes(opt.seed, plan, &reason);
   if (lost) return finish(false, stage::timeout, lost_reason);
-  if (!valid) return finish(false, stage::validation, reason);
+  if (!valid) {
+    write_loop_limit();
+    return finish(false, stage::validation, reason);
+  }
 
   vulkan::context* run_ctx = &ctx;
   if (ctx.robust_buffer_access() && opt.plain_context) {
     try {
       run_ctx = &opt.plain_context();
+      cur_ctx = run_ctx;
       k = std::make_unique<kernel_runner>(*run_ctx, main, "generated_" + main.op, glsl);
     } catch (const vulkan::device_lost& e) {
       return finish(false, stage::timeout, e.what());
@@ -366,6 +713,7 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     w.key("plain_validation");
     if (!validate_shapes(opt.seed ^ 0x2545f4914f6cdd1dull, plan, &reason)) {
       if (lost) return finish(false, stage::timeout, lost_reason);
+      write_loop_limit();
       return finish(false, stage::validation, "without robust buffer access: " + reason);
     }
   }
@@ -374,6 +722,7 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     try {
       std::vector<host_tensor> ts = allocate(main);
       generate_inputs(main, input_case::normal, opt.seed, ts);
+      run_ctx->set_timeout(timeout_for(main) * (opt.bench_reps + 1));
       const double cand = k->time_ms(main, ts, opt.bench_reps);
       kernel_runner builtin(*run_ctx, main, "kforge_" + main.op, template_source(main));
       const double own = builtin.time_ms(main, ts, opt.bench_reps);
@@ -389,16 +738,20 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     // After timing: a kernel whose results change once it has run many times
     // (state kept in buffers, races that need a warm cache) fails here.
     w.key("revalidation");
-    const std::vector<gate_shape> first{plan.front()};
+    std::vector<gate_shape> first{plan.front()};
     if (!validate_shapes(opt.seed ^ 0x5bd1e995u, first, &reason)) {
       if (lost) return finish(false, stage::timeout, lost_reason);
+      write_loop_limit();
       return finish(false, stage::validation, "after timing: " + reason);
     }
   }
+  write_loop_limit();
   return finish(true, stage::accepted,
                 "passed " + std::to_string(shapes.size() + held.size()) + " shapes (" + std::to_string(held.size()) +
-                    " held out) x 10 cases" + (grid.p ? " and a 2-D grid shape of " + std::to_string(grid.workgroups) + " workgroups" : "") +
-                    ", deterministic");
+                    " held out) x " + std::to_string(all.size()) + " cases, " + std::to_string(residues.size()) +
+                    " shapes of the residue sweep" +
+                    (grid.p ? " and a 2-D grid shape of " + std::to_string(grid.workgroups) + " workgroups" : "") +
+                    ", deterministic" + loop_text());
 }
 
 }  // namespace kforge::gen

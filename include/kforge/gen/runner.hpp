@@ -31,12 +31,14 @@
 #endif
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "kforge/gen/contract.hpp"
+#include "kforge/gen/race.hpp"
 #include "kforge/vulkan.hpp"
 
 namespace kforge::gen {
@@ -76,11 +78,48 @@ inline std::vector<std::uint32_t> compile_glsl(const std::string& name, const st
   return vulkan::shader_compiler::compile(vulkan::shader_variant{name, source, {}}, debug_info);
 }
 
-/// Checks a module against the contract for p; throws vulkan::interface_error
-/// naming what the kernel declares and what the contract asks.
+/// What a device allows a kernel (VkPhysicalDeviceLimits), for the contract
+/// check; a limit of 0 is not checked.
+struct device_limits {
+  std::uint32_t max_shared_memory = 0;               ///< maxComputeSharedMemorySize, bytes
+  std::uint32_t max_invocations = 0;                 ///< maxComputeWorkGroupInvocations
+  std::array<std::uint32_t, 3> max_workgroup_size{};  ///< maxComputeWorkGroupSize
+  std::uint32_t max_push_constants = 0;              ///< maxPushConstantsSize, bytes
+  std::string device;                                ///< the device's name, for reasons
+};
+
+inline device_limits limits_of(const vulkan::device_info& d) {
+  return {d.max_shared_memory, d.max_workgroup_invocations, d.max_workgroup_size, d.max_push_constants, d.name};
+}
+
+/// Checks a module against the contract for p and the device's limits; throws
+/// vulkan::interface_error naming what the kernel declares and what the
+/// contract (or the device) allows. Before the bindings: what the contract's
+/// promise of identical bits rules out (float atomics, RelaxedPrecision:
+/// static_refusals in race.hpp) and the Workgroup memory the kernel declares
+/// against maxComputeSharedMemorySize; then the push-constant block against
+/// maxPushConstantsSize and the local size against maxComputeWorkGroupSize
+/// and maxComputeWorkGroupInvocations, each named with the declared amount
+/// and the limit.
 inline kernel_reflection check_contract(const problem& p, const std::vector<std::uint32_t>& spirv,
-                                        std::uint32_t max_invocations = 0) {
+                                        const device_limits& lim) {
   const kernel_contract c = contract_for(p);
+  const std::string on = lim.device.empty() ? std::string("the device") : "the device ('" + lim.device + "')";
+  for (const std::string& why : static_refusals(spirv))
+    throw vulkan::interface_error("kforge::gen: kernel for " + p.op + " refused: " + why);
+  if (lim.max_shared_memory) {
+    std::uint64_t total = 0;
+    std::string each;
+    for (const auto& v : shared_memory_use(spirv)) {
+      total += v.bytes;
+      if (v.known) each += (each.empty() ? "" : ", ") + ("'" + v.name + "' " + std::to_string(v.bytes) + " bytes");
+    }
+    if (total > lim.max_shared_memory)
+      throw vulkan::interface_error("kforge::gen: kernel for " + p.op +
+                                    " exceeds the device's maxComputeSharedMemorySize: it declares " +
+                                    std::to_string(total) + " bytes of shared memory (" + each + "); " + on + " allows " +
+                                    std::to_string(lim.max_shared_memory) + " bytes");
+  }
   spirv_cross::Compiler comp(spirv);
   const auto res = comp.get_shader_resources();
   auto fail = [&](const std::string& what, const std::string& kernel, const std::string& contract) {
@@ -135,6 +174,11 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
   if (!res.push_constant_buffers.empty()) {
     const auto& t = comp.get_type(res.push_constant_buffers[0].base_type_id);
     push = static_cast<std::uint32_t>(comp.get_declared_struct_size(t));
+    if (lim.max_push_constants && push > lim.max_push_constants)
+      throw vulkan::interface_error("kforge::gen: kernel for " + p.op +
+                                    " exceeds the device's maxPushConstantsSize: its push-constant block '" +
+                                    res.push_constant_buffers[0].name + "' is " + std::to_string(push) + " bytes; " + on +
+                                    " allows " + std::to_string(lim.max_push_constants) + " bytes");
     if (t.member_types.size() != c.push.size())
       fail("push constants", std::to_string(t.member_types.size()) + " members", std::to_string(c.push.size()) + " members");
     for (std::size_t i = 0; i < c.push.size(); ++i) {
@@ -162,8 +206,18 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
     fail("local size", wx.id ? "local_size_x_id = " + std::to_string(wx.constant_id) : std::string("a literal local size"),
          "layout(local_size_x_id = 0) in; with a literal default local_size_x and y = z = 1");
   r.local_size = comp.get_constant(wx.id).scalar();
-  if (r.local_size == 0 || (max_invocations && r.local_size > max_invocations))
-    fail("local size", std::to_string(r.local_size), "1.." + std::to_string(max_invocations ? max_invocations : 1024));
+  if (lim.max_workgroup_size[0] && r.local_size > lim.max_workgroup_size[0])
+    throw vulkan::interface_error("kforge::gen: kernel for " + p.op +
+                                  " exceeds the device's maxComputeWorkGroupSize: local size x is " +
+                                  std::to_string(r.local_size) + "; " + on + " allows " +
+                                  std::to_string(lim.max_workgroup_size[0]));
+  if (lim.max_invocations && r.local_size > lim.max_invocations)
+    throw vulkan::interface_error("kforge::gen: kernel for " + p.op +
+                                  " exceeds the device's maxComputeWorkGroupInvocations: its workgroup has " +
+                                  std::to_string(r.local_size) + " invocations; " + on + " allows " +
+                                  std::to_string(lim.max_invocations));
+  if (r.local_size == 0)
+    fail("local size", "0", "1.." + std::to_string(lim.max_invocations ? lim.max_invocations : 1024));
   for (const auto& sc : comp.get_specialization_constants()) {
     r.spec_ids.push_back(sc.constant_id);
     const auto& k = comp.get_constant(sc.id);
@@ -183,6 +237,14 @@ inline kernel_reflection check_contract(const problem& p, const std::vector<std:
   return r;
 }
 
+/// The contract check with only a workgroup-size limit (0: none).
+inline kernel_reflection check_contract(const problem& p, const std::vector<std::uint32_t>& spirv,
+                                        std::uint32_t max_invocations = 0) {
+  device_limits lim;
+  lim.max_invocations = max_invocations;
+  return check_contract(p, spirv, lim);
+}
+
 /// Element size of an operand's buffer on the device (bf16 travels as f32).
 inline std::size_t device_elem_size(dtype t) { return is_f16_device(t) ? 2 : 4; }
 
@@ -192,7 +254,7 @@ class kernel_runner {
   kernel_runner(vulkan::context& ctx, const problem& family_problem, std::string name, std::string glsl)
       : ctx_(&ctx), name_(std::move(name)), glsl_(std::move(glsl)) {
     spirv_ = compile_glsl(name_, glsl_);
-    refl_ = check_contract(family_problem, spirv_, ctx.info().max_workgroup_invocations);
+    refl_ = check_contract(family_problem, spirv_, limits_of(ctx.info()));
     if (is_f16_device(family_problem.type) && !ctx.info().storage_16bit)
       throw unsupported_error("kforge::gen: device '" + ctx.info().name + "' lacks 16-bit storage; f16 kernels cannot run");
     vulkan::kernel_interface iface{refl_.bindings, refl_.push_bytes, refl_.spec_ids};

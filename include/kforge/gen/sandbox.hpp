@@ -1,8 +1,12 @@
 // kforge/gen/sandbox.hpp — untrusted kernels run in a child process: the
 // kforge tool itself in its hidden worker mode (`kforge worker --request F
 // --response F`). The parent writes the request (shapes, GLSL, a fresh secret
-// seed, the per-dispatch timeout), waits with a wall-clock deadline, and
-// reads the worker's JSON answer. The worker runs the kernel on a context
+// seed, the per-dispatch timeout's floor), waits with a wall-clock deadline,
+// and reads the worker's JSON answer. Both limits follow the work
+// (docs/GENERATION.md, "Time limits"): the worker sets each shape's
+// per-dispatch timeout from its flops, bytes and invocations (gate.hpp,
+// dispatch_timeout), and once it has drawn its shapes writes its budget
+// beside the answer (F.budget); the parent's deadline grows to it. The worker runs the kernel on a context
 // with robust buffer access, and only a kernel that passed the whole suite
 // there on a plain one too (gate.hpp says why). An infinite loop ends in the worker's
 // per-dispatch timeout (device_lost), or, if the driver itself hangs, in the
@@ -40,8 +44,12 @@ namespace kforge::gen {
 
 struct sandbox_options {
   std::string worker_exe;          ///< empty: KFORGE_WORKER_EXE, else this process if it is the kforge tool
-  int dispatch_timeout_ms = 5000;  ///< the worker's per-wait timeout (a hung kernel = device_lost)
-  int wall_timeout_ms = 0;         ///< the parent's deadline for the whole worker; 0 = 30 s + 4 x dispatch timeout
+  /// The floor of the worker's per-wait timeout (a hung kernel = device_lost);
+  /// a shape whose estimated work needs more gets more (gate.hpp, dispatch_timeout).
+  int dispatch_timeout_ms = 5000;
+  /// The parent's deadline for the whole worker; 0: 30 s + 4 x dispatch_timeout_ms,
+  /// extended to the budget the worker announces once it has drawn its shapes.
+  int wall_timeout_ms = 0;
   bool benchmark = true;
   int bench_reps = 5;
   bool revalidate = true;
@@ -128,6 +136,19 @@ inline std::vector<std::string> worker_environment() {
   env.push_back("GLIBC_TUNABLES=" + tunables);
   return env;
 }
+/// The wall-clock budget the worker announced (gate_options::on_budget), at
+/// most worker_budget_cap_ms; 0 while it has announced none.
+inline constexpr double worker_budget_cap_ms = 2.0 * 3600 * 1000;
+inline double worker_budget_ms(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (!std::filesystem::exists(file, ec)) return 0;
+  try {
+    const double v = std::stod(read_text(file));
+    return v > 0 ? std::min(v, worker_budget_cap_ms) : 0;
+  } catch (const std::exception&) {
+    return 0;  // being replaced: read on the next poll
+  }
+}
 inline std::string last_line(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   const auto nl = s.rfind('\n');
@@ -173,13 +194,15 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
   if (rc != 0)
     throw unsupported_error("kforge::gen: cannot start the sandbox worker '" + exe + "': " + std::strerror(rc));
 
-  const int deadline_ms = o.wall_timeout_ms > 0 ? o.wall_timeout_ms : 30000 + 4 * o.dispatch_timeout_ms;
+  double deadline_ms = o.wall_timeout_ms > 0 ? o.wall_timeout_ms : 30000.0 + 4.0 * o.dispatch_timeout_ms;
+  const auto budget_file = std::filesystem::path(resp.string() + ".budget");
   int status = 0;
   bool killed = false;
   for (int sleep_us = 1000;;) {
     const pid_t r = waitpid(pid, &status, WNOHANG);
     if (r == pid) break;
     if (r < 0 && errno != EINTR) break;
+    if (o.wall_timeout_ms <= 0) deadline_ms = std::max(deadline_ms, detail::worker_budget_ms(budget_file));
     const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     if (ms > deadline_ms) {
       kill(pid, SIGKILL);
@@ -195,7 +218,7 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
   out.log_tail = redact_env(detail::tail_of(log));
   if (killed) {
     out.stage = stage::timeout;
-    out.reason = "the worker did not finish within " + std::to_string(deadline_ms) + " ms and was killed";
+    out.reason = "the worker did not finish within " + std::to_string(static_cast<long long>(deadline_ms)) + " ms and was killed";
     return out;
   }
   std::string answer;
@@ -249,6 +272,14 @@ inline int worker_main(const std::string& request_path, const std::string& respo
     go.held_out = json::boolean(root, "held_out", true);
     vulkan::context_options co;
     co.timeout = std::chrono::milliseconds(static_cast<long long>(json::num(root, "dispatch_timeout_ms", 5000)));
+    go.dispatch_timeout = co.timeout;
+    go.on_budget = [&](double ms) {
+      try {
+        write_atomic(response_path + ".budget", std::to_string(static_cast<long long>(ms)));
+      } catch (const std::exception&) {
+        // the parent keeps its floor
+      }
+    };
     // The pipeline cache would persist driver state of untrusted kernels; the
     // worker keeps none.
     co.persist_pipeline_cache = false;

@@ -113,6 +113,35 @@ struct attention_traits : traits_base<attention_traits> {
   }
 
   static case_magnitudes magnitudes(const problem& p) { return {p.type == dtype::f16 ? 2.0 : 3.0, 2.0, 4.0}; }
+  /// The overflow case: Q positive, K's rows positive and growing with their
+  /// position, so that scores rise along the keys to ~200 (past exp's 88: a
+  /// kernel without the max shift overflows) and the causal mask hides keys
+  /// scoring far above every visible one (a row max taken over masked keys
+  /// underflows the visible terms to 0); V in [-1, 1].
+  static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>& ts, std::uint64_t seed) {
+    if (c != input_case::overflow) return true;
+    const index_t d = std::max<index_t>(1, p.dims[3]), l = std::max<index_t>(1, keys(p)), hk = kv_heads(p);
+    const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(static_cast<double>(d));
+    // Score of the last key ~ scale·d·(3a/4)² = 200.
+    const double a = std::sqrt(200.0 / (0.5625 * scale * static_cast<double>(d)));
+    std::uint64_t s = seed ^ 0x6f766572666c6f77ull;
+    auto unit = [&s] {  // splitmix64 in [0, 1)
+      std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
+    };
+    const bool bshd = layout(p) == attention_layout::bshd;
+    const std::vector<index_t> qo = ts[0].offsets(), ko = ts[1].offsets(), vo = ts[2].offsets();
+    for (index_t o : qo) ts[0].set(o, static_cast<float>(a * (0.5 + 0.5 * unit())));
+    for (std::size_t e = 0; e < ko.size(); ++e) {
+      const index_t row = static_cast<index_t>(e) / d;  // [B,Hk,L] or [B,L,Hk] rows of D
+      const index_t j = bshd ? (row / std::max<index_t>(1, hk)) % l : row % l;
+      ts[1].set(ko[e], static_cast<float>(a * static_cast<double>(j + 1) / static_cast<double>(l) * (0.5 + 0.5 * unit())));
+    }
+    for (index_t o : vo) ts[2].set(o, static_cast<float>(2.0 * unit() - 1.0));
+    return true;
+  }
   /// Outputs are convex combinations of V rows; scores carry Q·K's error.
   static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
                                          const linear_scale_fn&) {
@@ -138,18 +167,15 @@ struct attention_traits : traits_base<attention_traits> {
               {"D", "uint", "head dim of Q, K"}, {"DV", "uint", "head dim of V, O"},
               {"scale", "float", "score scale (1/sqrt(D) unless given)"}, {"causal", "uint", "1: query i sees keys j <= i"},
               {"H", "uint", "query heads"}, {"G", "uint", "query heads per KV head: query head h reads KV head h / G"},
-              {"bshd", "uint", "0: tensors are [B,H,rows,dim]; 1: [B,rows,H,dim] (H or H/G heads)"}};
+              {"bshd", "uint", "0: tensors are [B,H,rows,dim]; 1: [B,rows,H,dim] (H or H/G heads)"},
+              {"KV", "uint", "keys attended: the first KV of the L rows K and V hold (a KV cache); KV = L without one"}};
     c.tile_1d_optional = true;
     c.tile_meaning = "query rows (over B*H*S) per workgroup (default 1)";
     c.grid_rule = "G = ceil(BH * S / TILE) workgroups";
     return c;
   }
-  /// The contract's kernels attend to all L keys of dense K and V; a
-  /// kv_len that cuts them is not part of it.
+  /// K and V hold L rows each; the kernel attends to the first KV of them.
   static launch launch_of(const problem& p, const launch_tiles& t) {
-    if (cut(p))
-      throw unsupported_error("kforge::attention: kernels of the generation contract attend to all L keys; kv_len " +
-                              std::to_string(attended(p)) + " < L = " + std::to_string(keys(p)) + " is not part of it");
     const index_t bh = p.dims[0] * p.dims[1], s = p.dims[2], d = p.dims[3], hk = kv_heads(p);
     const float scale = p.scale > 0 ? p.scale : 1.0f / std::sqrt(static_cast<float>(std::max<index_t>(1, d)));
     launch l;
@@ -157,6 +183,7 @@ struct attention_traits : traits_base<attention_traits> {
     l.put(scale), l.put(std::uint32_t(p.causal ? 1 : 0));
     l.put_u32(p.dims[1], "H"), l.put_u32(hk ? p.dims[1] / hk : 1, "G");
     l.put(std::uint32_t(layout(p) == attention_layout::bshd ? 1 : 0));
+    l.put_u32(attended(p), "KV");
     l.grid = launch::flat_grid(launch::ceil_div(static_cast<std::uint64_t>(bh * s), t.tile ? t.tile : 1));
     return l;
   }
@@ -164,9 +191,10 @@ struct attention_traits : traits_base<attention_traits> {
     return "scaled dot-product attention per (batch, query head) with grouped KV heads: O = softmax(Q·Kᵀ·scale "
            "[+ causal mask]) · V, where query head h uses KV head h / G (H query heads, H/G KV heads). With bshd = 0, Q "
            "is [B,H,S,D], K [B,H/G,L,D], V [B,H/G,L,DV], O [B,H,S,DV]; with bshd = 1 they are [B,S,H,D], "
-           "[B,L,H/G,D], [B,L,H/G,DV], [B,S,H,DV]. With causal, query i sees keys j <= i. Masked keys are excluded: "
-           "never read their V rows (an Inf there must not reach the output). NaN in a score row makes that output "
-           "row NaN. Accumulate in f32.";
+           "[B,L,H/G,D], [B,L,H/G,DV], [B,S,H,DV]. Only the first KV keys of the L rows K and V hold are attended (a KV "
+           "cache; KV = L without one); rows KV..L-1 are masked. With causal, query i sees keys j <= i (and j < KV). "
+           "Masked keys are excluded: never read their V rows (an Inf there must not reach the output). NaN in a "
+           "score row makes that output row NaN; a row with no key (KV = 0) is 0. Accumulate in f32.";
   }
   static std::string source_spec(const problem& p) {
     const bool bshd = layout(p) == attention_layout::bshd;
@@ -184,42 +212,71 @@ struct attention_traits : traits_base<attention_traits> {
     if (p.attr("kv_len", -1) >= 0) s += "_kvlen" + std::to_string(attended(p));
     return s + (layout(p) == attention_layout::bshd ? "_bshd" : "");
   }
-  /// S and L change independently of each other; the heads stay (H / Hkv must stay whole).
-  /// Every axis redrawn on its own: B (1..3), the KV heads and the heads per
-  /// KV head (grouped stays grouped), D within (D/2, the next multiple of 32]
-  /// (kernels may size shared memory by that, as kforge's stages the query
-  /// row in max(32, D rounded up to 32)), and S and L, both new, with S < L on
-  /// draw 0 and S > L on draw 1 — the causal mask is top-left aligned (query
-  /// i sees keys j <= i), so only S != L tells it from a bottom-right one.
+  /// Every axis redrawn on its own: B (1..3), the KV heads (1..3) and the
+  /// heads per KV head (2..3; grouped stays grouped), all different from the
+  /// prompt's; D a row within [1, the next multiple of 32] (kernels may size
+  /// shared memory by that, as kforge's stages the query row in max(32, D
+  /// rounded up to 32)); S and L both new, with S < L on draw 0 (L a row past
+  /// its bucket and four local sizes) and S > L on draw 1 (L a row below its
+  /// bucket) — the causal mask is top-left aligned (query i sees keys j <= i),
+  /// so only S != L tells it from a bottom-right one. In the residue sweep D
+  /// and L are rows, B, S and the KV heads small extents. For a loop limit, L
+  /// shrunk (one key costs a pass over D).
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
     const index_t s = p.dims[2], l = keys(p), hk = kv_heads(p);
     const bool grouped = p.dims2.rank() == 2 && hk != p.dims[1];
+    const index_t d_hi = std::max<index_t>(32, (p.dims[3] + 31) / 32 * 32);
+    if (d.loop_limit) {
+      const index_t l2 = d.fit(l, static_cast<double>(p.dims[3] + 1));
+      if (l2 == l) return q;
+      q.dims2 = p.dims2.rank() == 2 ? shape{l2, p.dims2[1]} : shape{l2};
+      if (p.attr("kv_len", -1) >= 0) q.attrs["kv_len"] = static_cast<double>(std::min(attended(p), l2));
+      return q;
+    }
     auto other = [&](index_t lo, index_t hi, index_t avoid) {
       index_t v = d.uniform(lo, hi);
       return v == avoid ? (v + 1 <= hi ? v + 1 : v - 1) : v;
     };
-    q.dims[0] = other(1, 3, p.dims[0]);
-    const index_t hk2 = other(1, 3, hk), g2 = grouped ? other(2, 3, hk ? p.dims[1] / hk : 1) : 1;
-    q.dims[1] = hk2 * g2;
-    q.dims[3] = d.odd((p.dims[3] + 1) / 2, std::max<index_t>(32, (p.dims[3] + 31) / 32 * 32), p.dims[3]);
-    const index_t hi = std::max(s, l) + std::max(s, l) / 2 + 9;
-    index_t lo_len = 0, hi_len = 0, s2 = s, l2 = l;
-    for (int tries = 0; tries < 64 && (s2 == s || l2 == l); ++tries) {
-      const index_t a = d.odd(3, hi), b = d.odd(3, hi, a);
-      lo_len = std::min(a, b), hi_len = std::max(a, b);
-      s2 = d.index % 2 == 0 ? lo_len : hi_len;
-      l2 = d.index % 2 == 0 ? hi_len : lo_len;
+    index_t hk2 = 1, g2 = 1, s2 = s, l2 = l;
+    if (d.sweep()) {
+      q.dims[0] = d.extent(p.dims[0]);
+      hk2 = d.extent(hk);
+      g2 = grouped ? 2 : 1;
+      s2 = d.extent(s);
+      l2 = d.row(l);
+      q.dims[3] = d.row(p.dims[3], 1, d_hi);
+    } else {
+      q.dims[0] = other(1, 3, p.dims[0]);
+      hk2 = other(1, 3, hk);
+      g2 = grouped ? other(2, 3, hk ? p.dims[1] / hk : 1) : 1;
+      q.dims[3] = d.row(p.dims[3], 1, d_hi);
+      if (d.index % 2 == 0) {  // S < L, L long
+        l2 = d.row(l, 2, 0, 1);
+        s2 = d.extent(s);
+        if (s2 >= l2) s2 = l2 - 2 >= 1 ? l2 - 2 : 1;
+        if (s2 == s) s2 = s2 > 2 ? s2 - 2 : s2 + 2 < l2 ? s2 + 2 : s2;
+      } else {  // S > L, L short
+        l2 = d.row(l, 1, 0, 0);
+        s2 = d.extent(s);
+        if (s2 <= l2) s2 = l2 + 2 * d.uniform(1, 4);
+        if (s2 == s) s2 += 2;
+      }
     }
+    q.dims[1] = hk2 * g2;
     q.dims[2] = s2;
     q.dims2 = grouped ? shape{l2, hk2} : p.dims2.rank() == 2 ? shape{l2, q.dims[1]} : shape{l2};
-    if (p.attr("kv_len", -1) >= 0) q.attrs["kv_len"] = static_cast<double>(l2);  // all keys: a cut is not in the contract
+    // A cache stays a cache: a new cut inside the new L (at least one key
+    // masked past it), never the prompt's.
+    if (p.attr("kv_len", -1) >= 0)
+      q.attrs["kv_len"] = static_cast<double>(l2 > 1 ? d.uniform(1, l2 - 1) : l2);
     return q;
   }
   /// S > L, so that with the causal mask the last queries see every key (a
   /// read of key L is visible, not masked); two batches of four query heads
   /// over two KV heads in [B,S,H,D], so a wrong KV head, batch offset or
-  /// row stride changes the output.
+  /// row stride changes the output; a KV cache of 11 rows holding 9, so a
+  /// kernel that reads past KV changes it too.
   static problem mutation_problem(const std::string& op) {
     problem p;
     p.op = op;
@@ -227,6 +284,7 @@ struct attention_traits : traits_base<attention_traits> {
     p.dims2 = shape{11, 2};
     p.causal = true;
     p.attrs["bshd"] = 1;
+    p.attrs["kv_len"] = 9;
     return p;
   }
 };

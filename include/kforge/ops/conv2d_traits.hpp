@@ -147,26 +147,44 @@ struct conv2d_traits : traits_base<conv2d_traits> {
          "_g" + std::to_string(p.groups);
     return s;
   }
-  /// The image changes size (still odd and large enough for the filter); the filter stays.
-  /// Images, channels per group and filters per group redrawn (a batch of
-  /// one becomes two); the filter taps, stride, padding, dilation and groups
+  /// Images, channels per group and filters per group are extents (a batch
+  /// of one grows); the filter taps, stride, padding, dilation and groups
   /// are the op's parameters and stay. H != W, both new; on draw 0 the last
   /// window along H ends exactly on the padded edge ((H + 2·pad - taps) is a
   /// multiple of the stride) and along W it does not, on draw 1 the other way
-  /// round (with stride 1 every window ends on an edge).
+  /// round (with stride 1 every window ends on an edge). In the residue sweep
+  /// W and the channels per group are rows (below 64 + what the filter
+  /// needs), the rest small. For a loop limit, the channels per group shrunk
+  /// (one channel costs the taps times an invocation's share of the tile).
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
     const index_t g = p.groups > 0 ? p.groups : 1;
-    q.dims[0] = p.dims[0] == 1 ? 2 : d.extent(p.dims[0]);
-    q.dims2[1] = d.extent(p.dims[1] / g);
+    if (d.loop_limit) {
+      const double share = d.tiles.local_size ? double(d.tiles.tile_m) * d.tiles.tile_n / d.tiles.local_size : 1.0;
+      const index_t c = d.fit(p.dims[1] / g, std::max(1.0, share) * double(p.dims2[2] * p.dims2[3]));
+      q.dims[1] = g * c;
+      q.dims2[1] = c;
+      return q;
+    }
+    auto need = [&](int a) {
+      const index_t taps = p.dilation[a] * (p.dims2[2 + a] - 1) + 1;
+      return std::max<index_t>(1, taps - 2 * p.pad[a]);
+    };
+    q.dims[0] = d.extent(p.dims[0]);
+    q.dims2[1] = d.sweep() ? d.row(p.dims[1] / g, 1, 64) : d.extent(p.dims[1] / g);
     q.dims[1] = g * q.dims2[1];
     q.dims2[0] = g * d.extent(p.dims2[0] / g);
+    if (d.sweep()) {
+      q.dims[2] = std::max(need(0), d.extent(p.dims[2]));
+      q.dims[3] = d.row(p.dims[3], need(1), 64 + need(1));
+      return q;
+    }
     auto axis = [&](int a, bool on_edge, index_t avoid) {
       const index_t taps = p.dilation[a] * (p.dims2[2 + a] - 1) + 1, s = std::max(1, p.stride[a]);
-      const index_t need = std::max<index_t>(1, taps - 2 * p.pad[a]);
-      index_t e = std::max(d.extent(p.dims[2 + a]), need);
+      const index_t need_a = need(a);
+      index_t e = std::max(d.extent(p.dims[2 + a]), need_a);
       const index_t r = (e + 2 * p.pad[a] - taps) % s;
-      if (on_edge) e = e - r >= need ? e - r : e + (s - r) % s;
+      if (on_edge) e = e - r >= need_a ? e - r : e + (s - r) % s;
       else if (s > 1 && r == 0) e += 1;
       while (e == p.dims[2 + a] || e == avoid) e += s;
       return e;

@@ -70,19 +70,39 @@ struct unary_traits : traits_base<unary_traits> {
   static case_magnitudes magnitudes(const problem& p) {
     const bool f16 = p.type == dtype::f16;
     const double mx = max_finite(p.type);
-    if (p.op == "exp") return {f16 ? 8.0 : 40.0, f16 ? 9.0 : 80.0, f16 ? 11.0 : 88.0};
+    // The overflow case: exp's argument just below where the result
+    // overflows the storage type; the saturating functions' exp(-x) past
+    // f32's range (x in [-100, -80]: a sigmoid built on exp(x) / (1 + exp(x))
+    // gives Inf / Inf there).
+    if (p.op == "exp") return {f16 ? 8.0 : 40.0, f16 ? 9.0 : 80.0, f16 ? 11.0 : 88.0, false, f16 ? 10.0 : 80.0, f16 ? 11.0 : 88.5};
     if (p.op == "relu" || p.op == "abs" || p.op == "neg" || p.op == "leaky_relu") return {f16 ? 1e4 : 1e30, mx / 4, mx / 2};
-    return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0};  // saturating functions
+    return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0, false, -100.0, -80.0};  // saturating functions
   }
-  static std::vector<double> error_scale(const problem&, const std::vector<host_tensor>& in, const host_tensor& ref,
-                                         const linear_scale_fn&) {
+  /// |f(x)|·(1 + |x|) (the function's relative error grows with its
+  /// argument's), plus, for the gelus only, min(|x|, 1): they form 1 + tanh
+  /// or 1 + erf, whose cancellation leaves an absolute error of a few f32
+  /// ulps times |x| in every correct f32 kernel (the reference's too). The
+  /// others are relative-accurate to their tails (exp(-20), sigmoid(-30),
+  /// silu, tanh(1e-30)): no absolute term, so a kernel wrong by orders of
+  /// magnitude below 1e-6 fails.
+  /// The last term is underflow: below x ~ -87 exp(x) and sigmoid(x) leave
+  /// f32's normal range, so a correct f32 kernel may lose them to flushing,
+  /// or to exp(-x) overflowing in 1 / (1 + exp(-x)) (PyTorch's form); that
+  /// costs (1 + |x|)·FLT_MIN absolute (written over atol's 1e-6), which
+  /// matters only where a product carries it up (gated: silu(a)·b).
+  static double unary_scale(fn f, double x, double y) {
     auto finite_or = [](double v, double alt) { return std::isfinite(v) ? v : alt; };
+    const double ax = std::fabs(x);
+    const double cancel = f == fn::gelu_tanh || f == fn::gelu_erf ? std::min(finite_or(ax, 1.0), 1.0) : 0.0;
+    const double underflow = (1.0 + finite_or(ax, 0.0)) * (1.1754943508222875e-38 / 1e-6);
+    return finite_or(std::fabs(y), 0.0) * (1.0 + finite_or(ax, 0.0)) + cancel + underflow;
+  }
+  static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
+                                         const linear_scale_fn&) {
+    const fn f = parse_fn(p.op).value_or(fn::identity);
     const std::vector<index_t> ro = ref.offsets(), xo = in[0].offsets();
     std::vector<double> scale(ro.size());
-    for (std::size_t e = 0; e < ro.size(); ++e) {
-      const double x = std::fabs(in[0].get(xo[e]));
-      scale[e] = std::fabs(ref.get(ro[e])) * (1.0 + finite_or(x, 0.0)) + std::min(finite_or(x, 1.0), 1.0);
-    }
+    for (std::size_t e = 0; e < ro.size(); ++e) scale[e] = unary_scale(f, in[0].get(xo[e]), ref.get(ro[e]));
     return scale;
   }
   static tolerance tolerance_of(const problem& p) { return elementwise_tolerance(p.type); }
@@ -169,6 +189,42 @@ struct binary_traits : traits_base<binary_traits> {
     const double mx = max_finite(p.type);
     return {p.type == dtype::f16 ? 100.0 : 1e6, std::sqrt(mx) / 4, std::sqrt(mx) / 2};
   }
+  /// div's subnormal case, by position along the last axis (so that a and a
+  /// broadcast b line up): positions 0, 1 mod 4 divide ±[2^125, 2^127) by
+  /// denominators past 2^126 (a·(1/b) gives a subnormal 1/b there, which a
+  /// device that flushes turns into 0); 2 mod 4 divide numerators near
+  /// 2^-123 by subnormal denominators (a / b ~ 2^15, but 1/b overflows to
+  /// Inf); 3 mod 4 numbers near 1. f16 keeps the generic case (its range
+  /// ends at 65504).
+  static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>& ts, std::uint64_t seed) {
+    if (c == input_case::overflow) return false;
+    if (c != input_case::subnormal || p.op != "div" || p.type == dtype::f16) return true;
+    std::uint64_t s = seed ^ 0x64697669646521ull;
+    auto next = [&s] {  // splitmix64
+      std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      return z ^ (z >> 31);
+    };
+    auto unit = [&] { return static_cast<double>(next() >> 11) * 0x1.0p-53; };
+    auto sign = [&] { return (next() & 1) ? 1.0 : -1.0; };
+    for (int t = 0; t < 2; ++t) {
+      host_tensor& h = ts[static_cast<std::size_t>(t)];
+      const std::vector<index_t> offs = h.offsets();
+      const index_t cols = h.dims.rank() ? std::max<index_t>(1, h.dims.back()) : 1;
+      for (std::size_t e = 0; e < offs.size(); ++e) {
+        const index_t k = static_cast<index_t>(e) % cols % 4;
+        const double v = t == 0 ? (k < 2 ? std::ldexp(1.0 + unit(), 125 + static_cast<int>(next() % 2))
+                                   : k == 2 ? std::ldexp(1.0 + unit(), -124 + static_cast<int>(next() % 4))
+                                            : 0.5 + unit())
+                                : (k < 2 ? std::ldexp(1.0 + unit(), 126)
+                                   : k == 2 ? std::ldexp(1.0 + unit(), -140 - static_cast<int>(next() % 4))
+                                            : 0.5 + unit());
+        h.set(offs[e], static_cast<float>(sign() * v));
+      }
+    }
+    return true;
+  }
   static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>&, const host_tensor& ref,
                                          const linear_scale_fn& linear) {
     if (p.op == "add" || p.op == "sub") {  // |a| + |b|
@@ -216,16 +272,31 @@ struct binary_traits : traits_base<binary_traits> {
     return "def " + p.op + "(a, b):\n    return torch." +
            (p.op == "max" ? std::string("maximum") : p.op == "min" ? std::string("minimum") : p.op) + "(a, b)";
   }
-  /// a's extents become odd; b keeps 1s where it broadcasts and follows a elsewhere.
+  /// Per output axis (aligned from the right): where a and b agree, both get
+  /// the new extent (an axis of 1 in both grows on both sides); where one
+  /// broadcasts (1, or no such axis) against the other, it keeps
+  /// broadcasting and the other is redrawn. The last output axis is a row
+  /// (held_out_draw::row), the others extents; for a loop limit, the last
+  /// axis shrunk on both sides.
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    shape b = p.dims2.rank() ? p.dims2 : p.dims;
-    for (int i = 0; i < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
-    for (int i = 0; i < b.rank(); ++i) {
-      const int ai = q.dims.rank() - b.rank() + i;
-      b[i] = b[i] == 1 ? 1 : (ai >= 0 && p.dims[ai] == b[i] ? q.dims[ai] : d.extent(b[i]));
+    if (!p.dims2.rank()) {  // b has a's shape
+      const int last = q.dims.rank() - 1;
+      for (int i = 0; i <= last; ++i)
+        q.dims[i] = d.loop_limit ? (i == last ? d.fit(p.dims[i]) : p.dims[i]) : i == last ? d.row(p.dims[i]) : d.extent(p.dims[i]);
+      return q;
     }
-    if (p.dims2.rank()) q.dims2 = b;
+    const int ra = p.dims.rank(), rb = p.dims2.rank(), ro = std::max(ra, rb);
+    for (int o = 0; o < ro; ++o) {  // output axis o, counted from the left of the output
+      const int ia = o - (ro - ra), ib = o - (ro - rb);
+      const index_t ea = ia >= 0 ? p.dims[ia] : 1, eb = ib >= 0 ? p.dims2[ib] : 1;
+      const index_t e = std::max(ea, eb);
+      const bool last = o == ro - 1;
+      const index_t v = d.loop_limit ? (last ? d.fit(e) : e) : last ? d.row(e) : d.extent(e);
+      // A side that broadcast against a longer other side keeps its 1.
+      if (ia >= 0) q.dims[ia] = ea == 1 && eb > 1 ? 1 : v;
+      if (ib >= 0) q.dims2[ib] = eb == 1 && ea > 1 ? 1 : v;
+    }
     return q;
   }
   static problem mutation_problem(const std::string& op) {

@@ -31,7 +31,9 @@ struct embedding_traits : copy_traits_base<embedding_traits> {
       throw argument_error("kforge::embedding: V = " + std::to_string(p.dims[0]) + " rows exceed int32 ids");
     shape out = p.dims2;
     out.push_back(p.dims[1]);
-    return {operand("table", p.dims, true), ids_input("ids", p.dims2, p.dims[0]), operand("out", out)};
+    operand_spec ids = ids_input("ids", p.dims2, p.dims[0]);
+    ids.bad_ids_zero_rows = true;  // the contract's device semantics (semantics())
+    return {operand("table", p.dims, true), ids, operand("out", out)};
   }
   static double flops(const problem&) { return 0; }
   /// The ids, the rows they name and the output: n·D read and written, not the whole table.
@@ -77,15 +79,22 @@ struct embedding_traits : copy_traits_base<embedding_traits> {
   }
   static std::string semantics(const problem&) {
     return "embedding lookup: table is [V, D], ids is [n] of int (each in [0, V)), out is [n, D]; for every i < n and "
-           "d < D, out[i, d] = table[ids[i], d]. A plain copy (NaN and Inf copied as they are).";
+           "d < D, out[i, d] = table[ids[i], d]. A plain copy (NaN and Inf copied as they are, -0 stays -0). An id outside "
+           "[0, V) must not be read through: write that row of out as zeros (the host reports the bad id).";
   }
   static std::string source_spec(const problem&) {
     return "def embedding(table, ids):  # table [V, D], ids [...] int\n    return F.embedding(ids, table)  # table[ids]";
   }
-  /// V and D different odd numbers, the ids' extents too.
+  /// V and the ids' extents are extents, D a row (held_out_draw); for a
+  /// loop limit, D shrunk.
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < 2; ++i) q.dims[i] = d.extent(p.dims[i]);
+    if (d.loop_limit) {
+      q.dims[1] = d.fit(p.dims[1]);
+      return q;
+    }
+    q.dims[0] = d.extent(p.dims[0]);
+    q.dims[1] = d.row(p.dims[1]);
     for (int i = 0; i < q.dims2.rank(); ++i) q.dims2[i] = d.extent(p.dims2[i]);
     return q;
   }

@@ -70,8 +70,9 @@ struct gated_entry<Derived, op::gated<T>> {
 
 /// The activation's own error (elementwise_tolerance: a few f32 ulps between
 /// libm, SIMD approximations and GPU builtins) and one more f32 rounding for
-/// the product. Error scale: |b| · (|act(a)| · (1 + |a|) + min(|a|, 1)), the
-/// unary ops' scale of act(a) carried through the product.
+/// the product. Error scale: |b| times the unary ops' scale of act(a)
+/// (unary_traits::unary_scale: relative for silu; the gelus add min(|a|, 1)
+/// for their 1 + tanh / 1 + erf cancellation).
 inline tolerance gated_tolerance(dtype d) {
   if (d == dtype::f32) return {1e-6, 6e-6, 0};
   return {1e-6, 6e-6, 1};

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "kforge/core/op_traits.hpp"
+#include "kforge/ops/elementwise_traits.hpp"
 #include "kforge/ops/gated.hpp"
 
 namespace kforge {
@@ -54,9 +55,10 @@ struct gated_traits : traits_base<gated_traits> {
   /// such values stays far from f16's 65504.
   static case_magnitudes magnitudes(const problem& p) {
     const bool f16 = p.type == dtype::f16;
-    return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0};
+    return {f16 ? 100.0 : 1e3, 10.0, f16 ? 60.0 : 100.0, false, -100.0, -80.0};
   }
-  /// |b| · (|act(a)| · (1 + |a|) + min(|a|, 1)) (ops/gated.hpp).
+  /// |b| · the activation's unary scale at a (unary_traits::unary_scale:
+  /// relative for silu, with the gelus' cancellation term).
   static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
                                          const linear_scale_fn&) {
     auto finite_or = [](double v, double alt) { return std::isfinite(v) ? v : alt; };
@@ -69,8 +71,7 @@ struct gated_traits : traits_base<gated_traits> {
       const float a = in[0].get(xo[static_cast<std::size_t>(row * 2 * f + j)]);
       const float b = in[0].get(xo[static_cast<std::size_t>(row * 2 * f + f + j)]);
       const float y = act == fn::silu ? math::silu(a) : act == fn::gelu_erf ? math::gelu_erf(a) : math::gelu_tanh(a);
-      const double fa = finite_or(std::fabs(a), 1.0);
-      scale[e] = finite_or(std::fabs(b), 0.0) * (finite_or(std::fabs(y), 0.0) * (1.0 + fa) + std::min(fa, 1.0));
+      scale[e] = finite_or(std::fabs(b), 0.0) * unary_traits::unary_scale(act, a, y);
     }
     return scale;
   }
@@ -105,11 +106,16 @@ struct gated_traits : traits_base<gated_traits> {
     const std::string act = a == fn::silu ? "F.silu(a)" : a == fn::gelu_erf ? "F.gelu(a)" : "F.gelu(a, approximate='tanh')";
     return "def " + p.op + "(x):  # x [..., 2F]\n    a, b = x.chunk(2, dim=-1)\n    return " + act + " * b";
   }
-  /// F becomes a different odd number, the leading dims too.
+  /// The leading dims extents, F a row (held_out_draw); for a loop limit, F shrunk.
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
-    q.dims[q.dims.rank() - 1] = 2 * d.extent(p.dims.back() / 2);
+    const int last = q.dims.rank() - 1;
+    if (d.loop_limit) {
+      q.dims[last] = 2 * d.fit(p.dims.back() / 2);
+      return q;
+    }
+    for (int i = 0; i < last; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[last] = 2 * d.row(p.dims.back() / 2);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

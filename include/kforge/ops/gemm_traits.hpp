@@ -179,11 +179,27 @@ struct gemm_traits : traits_base<gemm_traits> {
     return s;
   }
   /// M and N each cross the kernel's output tile (read back by reflection;
-  /// 64 where none): odd, in (tile, 3·tile], never a multiple of it. K odd in
-  /// (64, 192), so that it crosses every K tile up to 64 (the K tile is the
-  /// kernel's own knob, which the contract does not expose).
+  /// 64 where none): odd, in (tile, 3·tile], never a multiple of it. K odd,
+  /// small on draw 0 (1..23: a wrong epilogue constant cannot hide in a
+  /// tolerance that grows with K) and past both K's bucket and 64 on draw 1
+  /// (in (F, 2F], F = max(64, the bucket's top)), so that it crosses every K
+  /// tile up to 64 (the K tile is the kernel's own knob, which the contract
+  /// does not expose). In the residue sweep N and K are rows (held_out_draw)
+  /// and M a small extent. For a loop limit, K shrunk (one K step costs a
+  /// pass over an invocation's share of the output tile).
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
+    if (d.loop_limit) {
+      const double share = d.tiles.local_size ? double(d.tiles.tile_m) * d.tiles.tile_n / d.tiles.local_size : 1.0;
+      q.dims[2] = d.fit(p.dims[2], share);
+      return q;
+    }
+    if (d.sweep()) {
+      q.dims[0] = d.extent(p.dims[0]);
+      q.dims[1] = d.row(p.dims[1]);
+      q.dims[2] = d.row(p.dims[2]);
+      return q;
+    }
     auto cross = [&](index_t e, std::uint32_t tile) {
       const index_t t = tile ? tile : 64;
       index_t v = d.odd(t + 1, 3 * t, e);
@@ -192,7 +208,8 @@ struct gemm_traits : traits_base<gemm_traits> {
     };
     q.dims[0] = cross(p.dims[0], d.tiles.tile_m);
     q.dims[1] = cross(p.dims[1], d.tiles.tile_n);
-    q.dims[2] = d.odd(65, 191, p.dims[2]);
+    const index_t f = std::max<index_t>(64, held_out_draw::bucket_top(p.dims[2]));
+    q.dims[2] = d.index % 2 == 0 ? d.odd(1, 23, p.dims[2]) : d.odd(f + 1, 2 * f, p.dims[2]);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

@@ -94,12 +94,24 @@ struct kv_append_traits : copy_traits_base<kv_append_traits> {
            "):  # x [B, T, H, D], cache [B, Lmax, H, D]\n    cache[:, pos:pos + x.shape[1]] = x\n    return cache";
   }
   static std::string record_params(const problem& p) { return "_p" + std::to_string(pos(p)); }
-  /// Every extent of x made a different odd number; the cache keeps pos and
-  /// gets an odd number of rows after the new ones (none stays none).
+  /// B, T and H are extents, D a row (held_out_draw). The cache always has
+  /// rows after the new ones (an extent of the prompt's, at least 1: none
+  /// grows), so a kernel that writes past pos + T is seen; pos stays in a
+  /// full draw 0 and is new and > 0 in draw 1 and in the residue sweep (rows
+  /// before pos). For a loop limit, D shrunk (a row of H·D per invocation).
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i < 4; ++i) q.dims[i] = d.extent(p.dims[i]);
-    q.dims2[0] = pos(p) + q.dims[1] + d.extent(p.dims2[0] - pos(p) - p.dims[1]);
+    if (d.loop_limit) {
+      q.dims[3] = d.fit(p.dims[3], static_cast<double>(p.dims[2]));
+      return q;
+    }
+    for (int i = 0; i < 3; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[3] = d.row(p.dims[3]);
+    const index_t at = pos(p), after = std::max<index_t>(1, p.dims2[0] - at - p.dims[1]);
+    const index_t at2 = !d.sweep() && d.index % 2 == 0 ? at : d.extent(std::max<index_t>(1, at));
+    q.dims2[0] = at2 + q.dims[1] + d.extent(after);
+    if (at2) q.attrs["pos"] = static_cast<double>(at2);
+    else q.attrs.erase("pos");
     return q;
   }
   static problem mutation_problem(const std::string& op) {

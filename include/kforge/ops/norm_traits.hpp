@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -36,14 +37,32 @@ struct softmax_traits : traits_base<softmax_traits> {
     p.dims = std::get<0>(std::tie(v...)).dims;
     return p;
   }
+  /// The overflow case: rows in [85, 100], past exp's f32 range (a softmax
+  /// without the max shift gives Inf / Inf).
   static case_magnitudes magnitudes(const problem& p) {
     const double mx = max_finite(p.type);
-    return {p.type == dtype::f16 ? 1e3 : 1e4, mx / 8, mx / 4};
+    return {p.type == dtype::f16 ? 1e3 : 1e4, mx / 8, mx / 4, false, 85.0, 100.0};
   }
-  /// Outputs lie in [0, 1].
-  static std::vector<double> error_scale(const problem&, const std::vector<host_tensor>&, const host_tensor& ref,
+  /// Relative to each output: y = exp(x - m) / S carries exp's relative
+  /// error, which grows with its argument x - m (the row max m), and S's, a
+  /// sum of cols terms (the tolerance's sqrt(cols)). So |y|·(1 + |x - m|):
+  /// an output of a long row (~1/cols) is held to its own magnitude, and a
+  /// normaliser missing a few terms fails.
+  static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
                                          const linear_scale_fn&) {
-    return std::vector<double>(static_cast<std::size_t>(ref.dims.numel()), 1.0);
+    const index_t cols = std::max<index_t>(1, p.dims.back());
+    const std::vector<index_t> ro = ref.offsets(), xo = in[0].offsets();
+    std::vector<double> scale(ro.size());
+    for (std::size_t row = 0; row * cols < ro.size(); ++row) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (index_t j = 0; j < cols; ++j) m = std::max(m, static_cast<double>(in[0].get(xo[row * cols + j])));
+      for (index_t j = 0; j < cols; ++j) {
+        const std::size_t e = row * cols + j;
+        const double d = std::fabs(in[0].get(xo[e]) - m), y = std::fabs(ref.get(ro[e]));
+        scale[e] = (std::isfinite(y) ? y : 0.0) * (1.0 + (std::isfinite(d) ? d : 0.0));
+      }
+    }
+    return scale;
   }
   static tolerance tolerance_of(const problem& p) { return softmax_tolerance(p.type, p.dims.back()); }
   static kernel_contract contract(const problem&) { return detail::rows_contract({"x", "y"}); }
@@ -115,18 +134,34 @@ struct norm_traits : traits_base<norm_traits> {
     const bool f16 = p.type == dtype::f16;
     return {f16 ? 100.0 : 1e4, f16 ? 1e4 : 1e14, f16 ? 6e4 : 1e15};
   }
-  /// |y| + |gamma| + |beta| per element.
+  /// |y| + |gamma|·(1 + |mean| / std) + |beta| per element (rms_norm: no
+  /// mean). A correct f32 layer_norm rounds the row's mean to f32 (error
+  /// ~eps·|mean|), and every x - mean carries that error, divided by the
+  /// row's std: a row whose mean dwarfs its spread is that ill-conditioned.
+  /// A one-pass variance E[x²] - E[x]² loses (mean / std)² ulps instead, and
+  /// still fails.
   static std::vector<double> error_scale(const problem& p, const std::vector<host_tensor>& in, const host_tensor& ref,
                                          const linear_scale_fn&) {
-    const index_t cols = p.dims.back();
-    const std::vector<index_t> ro = ref.offsets(), go = in[1].offsets();
+    const index_t cols = std::max<index_t>(1, p.dims.back());
+    const std::vector<index_t> ro = ref.offsets(), go = in[1].offsets(), xo = in[0].offsets();
     const bool ln = layer(p);
     const std::vector<index_t> bo = ln ? in[2].offsets() : std::vector<index_t>{};
     std::vector<double> scale(ro.size());
-    for (std::size_t e = 0; e < ro.size(); ++e) {
-      const std::size_t j = static_cast<std::size_t>(static_cast<index_t>(e) % cols);
-      const double gamma = std::fabs(in[1].get(go[j])), beta = ln ? std::fabs(in[2].get(bo[j])) : 0.0;
-      scale[e] = std::fabs(ref.get(ro[e])) + gamma + beta;
+    for (std::size_t row = 0; row * cols < ro.size(); ++row) {
+      double cond = 0;
+      if (ln) {
+        double mean = 0, var = 0;
+        for (index_t j = 0; j < cols; ++j) mean += in[0].get(xo[row * cols + j]);
+        mean /= static_cast<double>(cols);
+        for (index_t j = 0; j < cols; ++j) var += std::pow(in[0].get(xo[row * cols + j]) - mean, 2);
+        const double sd = std::sqrt(var / static_cast<double>(cols) + epsilon(p));
+        cond = std::isfinite(mean) && sd > 0 ? std::fabs(mean) / sd : 0.0;
+      }
+      for (index_t j = 0; j < cols; ++j) {
+        const std::size_t e = row * cols + j;
+        const double gamma = std::fabs(in[1].get(go[j])), beta = ln ? std::fabs(in[2].get(bo[j])) : 0.0;
+        scale[e] = std::fabs(ref.get(ro[e])) + gamma * (1.0 + (std::isfinite(cond) ? cond : 0.0)) + beta;
+      }
     }
     return scale;
   }

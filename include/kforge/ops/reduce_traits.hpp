@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cmath>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -89,6 +90,25 @@ struct reduce_traits : traits_base<reduce_traits> {
     return scale;
   }
   static tolerance tolerance_of(const problem& p) { return reduce_tolerance(p.type, p.dims[axis_of(p)]); }
+  /// The signed_specials case along the reduced axis (the suite's rows run
+  /// along the last one): every fourth output's whole line -Inf (max) or
+  /// +Inf (min), so a max started at -FLT_MAX gives -FLT_MAX there.
+  static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>& ts, std::uint64_t) {
+    if (c == input_case::overflow) return false;
+    if (c != input_case::signed_specials || (p.op != "reduce_max" && p.op != "reduce_min")) return true;
+    const int axis = axis_of(p);
+    index_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; ++d) outer *= p.dims[d];
+    for (int d = axis + 1; d < p.dims.rank(); ++d) inner *= p.dims[d];
+    const index_t n = p.dims[axis];
+    const float inf = p.op == "reduce_max" ? -std::numeric_limits<float>::infinity() : std::numeric_limits<float>::infinity();
+    const std::vector<index_t> xo = ts[0].offsets();
+    for (index_t o = 0; o < outer; ++o)
+      for (index_t i = 0; i < inner; ++i)
+        if ((o * inner + i) % 4 == 2)
+          for (index_t j = 0; j < n; ++j) ts[0].set(xo[static_cast<std::size_t>((o * n + j) * inner + i)], inf);
+    return true;
+  }
 
   static kernel_contract contract(const problem&) {
     kernel_contract c;
@@ -119,6 +139,18 @@ struct reduce_traits : traits_base<reduce_traits> {
            (p.op == "reduce_max" || p.op == "reduce_min" ? ".values" : "");
   }
   static std::string record_params(const problem& p) { return "_ax" + std::to_string(p.axis); }
+  /// The reduced axis and the last axis are rows (held_out_draw), the others
+  /// extents; for a loop limit, the reduced axis shrunk.
+  static problem held_out(const problem& p, held_out_draw& d) {
+    problem q = p;
+    const int axis = axis_of(p), last = p.dims.rank() - 1;
+    if (d.loop_limit) {
+      q.dims[axis] = d.fit(p.dims[axis]);
+      return q;
+    }
+    for (int i = 0; i <= last; ++i) q.dims[i] = i == axis || i == last ? d.row(p.dims[i]) : d.extent(p.dims[i]);
+    return q;
+  }
   static problem mutation_problem(const std::string& op) {
     problem p;
     p.op = op;

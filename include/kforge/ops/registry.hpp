@@ -58,6 +58,7 @@ struct family_table {
   std::string (*record_params)(const problem&);
   problem (*held_out)(const problem&, held_out_draw&);
   problem (*mutation_problem)(const std::string&);
+  bool (*prepare_case)(const problem&, input_case, std::vector<host_tensor>&, std::uint64_t);
   const void* id;  ///< identifies the traits type (is_family)
 };
 
@@ -71,7 +72,7 @@ const family_table& table_of() {
                               &F::shape_ok,     &F::operands,     &F::options,       &F::describe,    &F::flops,
                               &F::bytes,        &F::magnitudes,   &F::error_scale,   &F::tolerance_of, &F::contract,
                               &F::launch_of,    &F::semantics,    &F::source_spec,   &F::record_params, &F::held_out,
-                              &F::mutation_problem, &family_id<F>};
+                              &F::mutation_problem, &F::prepare_case, &family_id<F>};
   return t;
 }
 template <class... F>

@@ -136,11 +136,17 @@ struct rope_traits : traits_base<rope_traits> {
     if (offset(p)) s += "_o" + std::to_string(offset(p));
     return s + (interleaved(p) ? "_il" : "");
   }
-  /// S and H become odd; D stays even (a different even number).
+  /// The leading dims, S and H extents; D stays even, D/2 (the rotated
+  /// pairs) a row (held_out_draw); for a loop limit, D/2 shrunk.
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
-    q.dims[q.dims.rank() - 1] = 2 * d.extent(p.dims.back() / 2);
+    const int last = q.dims.rank() - 1;
+    if (d.loop_limit) {
+      q.dims[last] = 2 * d.fit(p.dims.back() / 2);
+      return q;
+    }
+    for (int i = 0; i < last; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[last] = 2 * d.row(p.dims.back() / 2);
     return q;
   }
   static problem mutation_problem(const std::string& op) {

@@ -89,14 +89,17 @@ struct topk_traits : copy_traits_base<topk_traits> {
            "    v, i = torch.topk(x, k, dim=-1, largest=True, sorted=True)\n    return v, i.int()";
   }
   static std::string record_params(const problem& p) { return "_k" + std::to_string(k(p)); }
-  /// Leading dims odd; N a different odd number, but at least k.
+  /// The leading dims extents, N a row of at least k (held_out_draw); for a
+  /// loop limit, N shrunk (k passes over it).
   static problem held_out(const problem& p, held_out_draw& d) {
     problem q = p;
-    for (int i = 0; i + 1 < q.dims.rank(); ++i) q.dims[i] = d.extent(p.dims[i]);
-    index_t n = d.extent(p.dims.back());
-    if (n < k(p)) n = (k(p) + 1) | 1;  // at least k columns
-    if (n == p.dims.back()) n += 2;
-    q.dims[q.dims.rank() - 1] = n;
+    const int last = q.dims.rank() - 1;
+    if (d.loop_limit) {
+      q.dims[last] = std::max(k(p), d.fit(p.dims.back(), static_cast<double>(k(p))));
+      return q;
+    }
+    for (int i = 0; i < last; ++i) q.dims[i] = d.extent(p.dims[i]);
+    q.dims[last] = d.row(p.dims.back(), k(p));
     return q;
   }
   /// topk: k = 5 of rows of 300 (the zeros and ones cases are all ties and

@@ -7,7 +7,7 @@
 // executor runs the record's kernel on the default Vulkan context through
 // gen's guarded runner, and its device_seconds() is that dispatch's GPU
 // timestamp time, as the Vulkan gemm candidates report theirs. Like every
-// candidate it passes the 10-case suite before it is timed: a record that was
+// candidate it passes the 16-case suite before it is timed: a record that was
 // edited or planted in the cache without going through the gate is
 // "invalid" (or "error" if it no longer compiles) and cannot win.
 //

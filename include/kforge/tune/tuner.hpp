@@ -1,6 +1,6 @@
 // kforge/tune/tuner.hpp — validating, timing and searching a space.
 //
-// Every candidate passes the 10-case validation suite on the tuned problem
+// Every candidate passes the 16-case validation suite on the tuned problem
 // before it is timed: a fast wrong kernel is recorded as "invalid" and can
 // never win. Timing: warm-up runs, then repeated samples on the steady clock
 // (or the executor's device time when it reports one); a sample batches

@@ -73,7 +73,9 @@ struct device_info {
   bool timestamps = false;  // compute queue has timestampValidBits > 0
   float timestamp_period_ns = 0;
   std::uint64_t max_storage_buffer_range = 0;
-  std::uint32_t max_shared_memory = 0, max_workgroup_invocations = 0;
+  std::uint32_t max_shared_memory = 0, max_workgroup_invocations = 0;  // maxComputeSharedMemorySize, ...WorkGroupInvocations
+  std::array<std::uint32_t, 3> max_workgroup_size{};  // maxComputeWorkGroupSize
+  std::uint32_t max_push_constants = 0;               // maxPushConstantsSize (bytes)
   std::uint32_t min_storage_offset_alignment = 0;
   std::vector<memory_heap> heaps;
   int rank = 0;  // lower is preferred
@@ -269,6 +271,8 @@ inline device_info query_device(VkInstance inst, VkPhysicalDevice p, int index, 
   d.max_storage_buffer_range = pr.limits.maxStorageBufferRange;
   d.max_shared_memory = pr.limits.maxComputeSharedMemorySize;
   d.max_workgroup_invocations = pr.limits.maxComputeWorkGroupInvocations;
+  for (int i = 0; i < 3; ++i) d.max_workgroup_size[static_cast<std::size_t>(i)] = pr.limits.maxComputeWorkGroupSize[i];
+  d.max_push_constants = pr.limits.maxPushConstantsSize;
   d.min_storage_offset_alignment = static_cast<std::uint32_t>(pr.limits.minStorageBufferOffsetAlignment);
   VkPhysicalDeviceMemoryProperties mem;
   vkGetPhysicalDeviceMemoryProperties(p, &mem);

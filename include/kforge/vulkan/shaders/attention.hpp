@@ -822,21 +822,30 @@ void main() {
 /// specialization constant): max(D, Dv) rounded up to 32, as the backend's host does.
 template <>
 struct contract_form<attention_traits> {
+  /// The backend's kernel with the contract's KV (keys attended: a KV cache
+  /// of L rows holding KV) in its push block and its key count; the rows'
+  /// strides stay L's (the backend itself gathers a cut cache instead).
   static contract_kernel kernel(const problem& p, const template_knobs& k) {
     const index_t d = p.dims[3];
     const index_t maxd = std::max<index_t>(32, (d + 31) / 32 * 32);
-    return {replace_all(attention, "layout(constant_id = 1) const uint MAXD = 64;",
-                        "const uint MAXD = " + std::to_string(maxd) + ";", "MAXD"),
-            {},
-            k.wg};
+    std::string body = replace_all(attention, "layout(constant_id = 1) const uint MAXD = 64;",
+                                   "const uint MAXD = " + std::to_string(maxd) + ";", "MAXD");
+    body = replace_all(body, "uint causal, H, G, bshd; } pc;", "uint causal, H, G, bshd, KV; } pc;", "push block");
+    body = replace_all(body, "uint nk = pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;",
+                       "uint nk = pc.causal != 0u ? min(pc.KV, row + 1u) : pc.KV;", "key count");
+    body = replace_all(body, "kf_st(pc.L == 0u ? 0.0 :", "kf_st(pc.KV == 0u ? 0.0 :", "no keys");
+    return {body, {}, k.wg};
   }
   static std::vector<edit> edits(const problem&) {
     return {
         {"dropped_scale", "no_scale", "scores are not multiplied by 1/sqrt(D)", "s = dot * pc.scale;", "s = dot;"},
-        {"off_by_one", "causal_diagonal", "the causal mask also hides the diagonal", "min(pc.L, row + 1u)",
-         "min(pc.L, row)", [](const problem& p) { return p.causal; }},
-        {"missing_tail", "no_causal_mask", "the causal mask is ignored", "pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;",
-         "pc.L;", [](const problem& p) { return p.causal; }},
+        {"off_by_one", "causal_diagonal", "the causal mask also hides the diagonal", "min(pc.KV, row + 1u)",
+         "min(pc.KV, row)", [](const problem& p) { return p.causal; }},
+        {"missing_tail", "no_causal_mask", "the causal mask is ignored", "pc.causal != 0u ? min(pc.KV, row + 1u) : pc.KV;",
+         "pc.KV;", [](const problem& p) { return p.causal; }},
+        {"structure", "ignores_kv_len", "the kernel attends to all L rows of the cache, not the KV it holds",
+         "pc.causal != 0u ? min(pc.KV, row + 1u) : pc.KV;", "pc.causal != 0u ? min(pc.L, row + 1u) : pc.L;",
+         [](const problem& p) { return attention_traits::cut(p); }},
         // (l's and acc's inits are scaled by 0 on the first key block, so
         // mutating them would be equivalent; the workgroup sum's init is not.)
         {"wrong_init", "wg_sum_init", "the workgroup sum of probabilities starts at 1", "  float r = 0.0;\n",
@@ -848,10 +857,17 @@ struct contract_form<attention_traits> {
         {"partial_output", "last_column", "the last output column is never written",
          "for (uint d = t; d < pc.DV; d += WG)\n    o_[oo + d]", "for (uint d = t; d + 1u < pc.DV; d += WG)\n    o_[oo + d]"},
         {"returns_input", "copy_q", "O receives Q's elements",
-         "o_[oo + d] = kf_st(pc.L == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[oo + d] = q_[qo + d];"},
+         "o_[oo + d] = kf_st(pc.KV == 0u ? 0.0 : (undefined ? KF_NAN : acc[d] / l));", "o_[oo + d] = q_[qo + d];"},
         {"f16_accumulation", "score_f16", "the q·k dot product is accumulated in f16",
          "dot = fma(qs[d], kf_ld(k_[kb + j * krs + d]), dot);",
          "dot = uintBitsToFloat((floatBitsToUint(fma(qs[d], kf_ld(k_[kb + j * krs + d]), dot)) + 0x1000u) & 0xffffe000u);"},
+        // Issue 46's classes.
+        {"overflow", "no_max_shift", "exp(s) without the running max (overflows past s = 88)",
+         "float corr = m == -KF_INF ? 0.0 : exp(m - mnew);\n    float p = (!valid || bad || s == -KF_INF || mnew == -KF_INF) ? 0.0 : exp(s - mnew);",
+         "float corr = m == -KF_INF ? 0.0 : 1.0;\n    float p = (!valid || bad || s == -KF_INF || mnew == -KF_INF) ? 0.0 : exp(s);"},
+        {"overflow", "max_over_masked_keys", "the row max is taken over the whole key block, masked keys too",
+         "    if (valid) {\n      float dot = 0.0;", "    if (j < pc.KV) {\n      float dot = 0.0;",
+         [](const problem& p) { return p.causal; }},
         {"wrong_index", "kv_head_interleaved", "query head h reads KV head h % Hkv instead of h / G",
          "hk = h / pc.G;", "hk = h % HK;", [](const problem& p) { return attention_traits::kv_heads(p) != p.dims[1]; }},
         {"wrong_index", "bshd_key_stride", "in [B,S,H,D] the key rows are taken as contiguous ([B,H,S,D]'s stride)",

@@ -73,11 +73,15 @@ layout(std430, set = 0, binding = 1) readonly buffer BufB { T b_[]; };
 layout(std430, set = 0, binding = 2) writeonly buffer BufC { T c_[]; };
 #endif
 layout(push_constant) uniform Push { uint n, rank; uint dims[6]; uint sa[6]; uint sb[6]; } pc;
+// a / b with b brought into the range where Vulkan bounds OpFDiv's error
+// (2.5 ulp for |b| in [2^-126, 2^126]; past it a driver may compute
+// a * rcp(b), whose rcp is subnormal there and flushed): both scaled by 1/4.
+float kf_div(float a, float b) { return abs(b) > 8.50705917e37 ? (0.25 * a) / (0.25 * b) : a / b; }
 float op(float a, float b) {
   if (KF_OP == 0) return a + b;
   if (KF_OP == 1) return a - b;
   if (KF_OP == 2) return a * b;
-  if (KF_OP == 3) return a / b;
+  if (KF_OP == 3) return kf_div(a, b);
   if (KF_OP == 4) return kf_nan_max(a, b);
   return kf_nan_min(a, b);
 }
@@ -140,6 +144,11 @@ struct contract_form<unary_traits> {
         {"returns_input", "copy_x", "y = x", "y_[i] = kf_st(kf_apply(KF_FN, kf_ld(x_[i]), pc.slope));", "y_[i] = x_[i];"},
         {"dropped_scale", "slope", "leaky_relu ignores its slope", "x < 0.0 ? slope * x : x",
          "x < 0.0 ? 0.01 * x : x", [](const problem& p) { return p.op == "leaky_relu" && p.slope != 0.01f; }},
+        // Issue 46's classes: a function wrong in its tail (sigmoid(-30) = 9e-14 comes out 0).
+        {"tolerance", "sigmoid_via_tanh", "sigmoid as 0.5 + 0.5 tanh(x/2), which cancels to 0 below x ~ -17",
+         "float kf_sigmoid(float x) { return 1.0 / (1.0 + exp(-x)); }",
+         "float kf_sigmoid(float x) { return 0.5 + 0.5 * kf_tanh(0.5 * x); }",
+         [](const problem& p) { return p.op == "sigmoid" || p.op == "silu"; }},
     };
   }
 };
@@ -157,6 +166,9 @@ struct contract_form<binary_traits> {
         {"read_past_end", "ignore_broadcast", "b is indexed with a's strides, reading past its end when it broadcasts",
          "ib += idx * pc.sb[d];", "ib += idx * pc.sa[d];"},
         {"returns_input", "copy_a", "c = a", "c_[i] = kf_st(op(kf_ld(a_[ia]), kf_ld(b_[ib])));", "c_[i] = a_[ia];"},
+        // Issue 46's classes: 1/b is subnormal for |b| > 2^126, flushed to 0 where the device flushes.
+        {"subnormal", "reciprocal_multiply", "a / b as a * (1 / b)", "if (KF_OP == 3) return kf_div(a, b);",
+         "if (KF_OP == 3) return a * (1.0 / b);", [](const problem& p) { return p.op == "div"; }},
     };
   }
 };

@@ -118,6 +118,14 @@ struct contract_form<embedding_traits> {
          "uint total = pc.D;"},
         {"read_past_end", "dense_stride_V", "rows are read V elements apart", "table_[uint(id) * pc.D + c]",
          "table_[min(uint(id) * pc.V + c, pc.V * pc.D - 1u)]"},
+        // Issue 46's classes: a bad id read through a clamp; a copy that
+        // "cleans" tiny values (loses -0 and subnormals).
+        {"signed_specials", "clamps_bad_id", "an id outside [0, V) reads the nearest row instead of writing zeros",
+         "if (id < 0 || uint(id) >= pc.V) out_[q] = kf_st(0.0);",
+         "if (id < 0 || uint(id) >= pc.V) out_[q] = table_[uint(clamp(id, 0, int(pc.V) - 1)) * pc.D + c];"},
+        {"subnormal", "flushes_tiny_values", "the row is copied with 0 for |x| < 1e-38",
+         "else out_[q] = table_[uint(id) * pc.D + c];",
+         "else out_[q] = abs(kf_ld(table_[uint(id) * pc.D + c])) < 1e-38 ? kf_st(0.0) : table_[uint(id) * pc.D + c];"},
     };
   }
 };

@@ -153,6 +153,10 @@ inline std::vector<edit> gemm_contract_edits() {
     {"missing_barrier", "barrier_after_compute", "no barrier between using a shared tile and loading the next",
      "    barrier();\n  }\n  for (uint i = 0; i < TM; ++i) {", "  }\n  for (uint i = 0; i < TM; ++i) {"},
     {"wrong_init", "acc_init", "accumulators start at 1 instead of 0", "acc[i] = 0.0;", "acc[i] = 1.0;"},
+    // Issue 46's classes: skipping zero weights turns Inf·0 into 0, not NaN.
+    {"zeros_meet_specials", "skips_zero_weights", "products with a zero B element are skipped",
+     "for (uint j = 0; j < TN; ++j) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);",
+     "for (uint j = 0; j < TN; ++j)\n          if (bv[j] != 0.0) acc[i * TN + j] = fma(av[i], bv[j], acc[i * TN + j]);"},
     {"read_past_end", "b_bound", "the B tile load tests k <= K, reading one row past the end of B",
      "(gk < pc.K && gn < pc.N) ? load_b", "(gk <= pc.K && gn < pc.N) ? load_b"},
     {"partial_output", "skip_first_thread_column", "the store loop starts at the second column of each thread tile",

@@ -47,6 +47,12 @@ struct contract_form<kv_append_traits> {
          "uint per_batch = pc.N * pc.HD, n = per_batch;"},
         {"wrong_init", "row_reversed", "the new rows are written in reverse order", "uint b = q / per_batch, e = q % per_batch;",
          "uint b = q / per_batch, e = per_batch - pc.HD - (q % per_batch) / pc.HD * pc.HD + q % pc.HD;"},
+        // Issue 46's classes: a copy that "cleans" tiny values loses -0 and
+        // subnormals. (x + 0.0 would too, but Vulkan lets a compiler fold it
+        // to x without SignedZeroInfNanPreserve: lavapipe does.)
+        {"subnormal", "flushes_tiny_values", "the copy writes 0 for |x| < 1e-38",
+         "cache_[(b * pc.Lmax + pc.pos) * pc.HD + e] = x_[q];",
+         "cache_[(b * pc.Lmax + pc.pos) * pc.HD + e] = abs(kf_ld(x_[q])) < 1e-38 ? kf_st(0.0) : x_[q];"},
     };
   }
 };

@@ -58,6 +58,13 @@ struct contract_form<reduce_traits> {
          "float s = KF_RED == 2 ? KF_INF : -KF_INF;", [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
         {"dropped_scale", "mean_divide", "the mean is not divided by n", "  if (KF_RED == 1) s /= float(pc.n);\n", "",
          is("reduce_mean")},
+        // Issue 46's classes (each named by the suite's case that catches it).
+        {"negative_rows", "max_from_zero", "the max (min) starts at 0 instead of -inf (+inf)",
+         "float s = KF_RED == 2 ? -KF_INF : KF_INF;", "float s = 0.0;",
+         [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
+        {"signed_specials", "max_from_lowest", "the max starts at -FLT_MAX (the min at FLT_MAX), so a row of -Inf gives -FLT_MAX",
+         "float s = KF_RED == 2 ? -KF_INF : KF_INF;", "float s = KF_RED == 2 ? -3.4028234664e38 : 3.4028234664e38;",
+         [](const problem& p) { return p.op == "reduce_max" || p.op == "reduce_min"; }},
         {"missing_barrier", "wg_sum_barrier", "no barrier between writing and reading the per-subgroup partials",
          k_barrier_sum, k_barrier_sum_mut, [](const problem& p) { return p.op == "reduce_sum" || p.op == "reduce_mean"; }},
         {"missing_barrier", "wg_max_barrier", "no barrier between writing and reading the per-subgroup partials",

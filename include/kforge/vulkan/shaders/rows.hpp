@@ -318,6 +318,14 @@ struct contract_form<softmax_traits> {
         {"missing_tail", "last_row", "the last row is skipped", k_row_guard, k_row_guard_mut},
         {"returns_input", "copy_x", "y = x", "y_[base + j] = kf_st(bad ? KF_NAN : exp(kf_ld(x_[base + j]) - M) / S);",
          "y_[base + j] = x_[base + j];"},
+        // Issue 46's classes.
+        {"negative_rows", "max_from_zero", "the running row max starts at 0 (exact for mild rows, 0/0 for very negative ones)",
+         "float m = -KF_INF, s = 0.0;", "float m = 0.0, s = 0.0;"},
+        {"tolerance", "sum_f16", "each invocation's running sum is rounded to f16 (a long row's outputs drift by ~1e-3 of themselves)",
+         "else s += exp(v - m);", "else s = uintBitsToFloat((floatBitsToUint(s + exp(v - m)) + 0x1000u) & 0xffffe000u);"},
+        {"held_out", "row_fits_workgroup", "only a row's first local-size elements enter the max and the sum",
+         "for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {\n    float v = kf_ld(x_[base + j]);",
+         "for (uint j = gl_LocalInvocationID.x; j < min(pc.cols, gl_WorkGroupSize.x); j += gl_WorkGroupSize.x) {\n    float v = kf_ld(x_[base + j]);"},
     };
   }
 };
@@ -347,6 +355,11 @@ struct contract_form<norm_traits> {
          "for (uint j = gl_LocalInvocationID.x; j < pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (kf_ld(x_[base + j]) - mean)",
          "for (uint j = gl_LocalInvocationID.x; j <= pc.cols; j += gl_WorkGroupSize.x) {\n    float v = (kf_ld(x_[base + j]) - mean)"},
         {"returns_input", "copy_x", "y = x", "    y_[base + j] = kf_st(v);", "    y_[base + j] = x_[base + j];"},
+        // Issue 46's classes.
+        {"offset_rows", "one_pass_variance", "the variance is E[x²] - E[x]² in one f32 pass",
+         "    float d = kf_ld(x_[base + j]) - mean;\n    q += d * d;\n  }\n  float inv = 1.0 / sqrt(kf_wg_sum(q) / n + pc.eps);",
+         "    float d = kf_ld(x_[base + j]);\n    q += d * d;\n  }\n  float inv = 1.0 / sqrt(max(kf_wg_sum(q) / n - mean * mean, 0.0) + pc.eps);",
+         [](const problem& p) { return norm_traits::layer(p); }},
     };
   }
 };

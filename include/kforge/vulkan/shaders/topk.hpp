@@ -227,6 +227,11 @@ struct contract_form<topk_traits> {
         {"returns_input", "values_in_row_order", "values are x's first k, not the picked ones",
          "values_[row * pc.k + base + s] = x_[xrow + gp];", "values_[row * pc.k + base + s] = x_[xrow + base + s];"},
         {"off_by_one", "last_row_skipped", "the last row is never written", k_row_guard, k_row_guard_mut},
+        // Issue 46's classes: orders on raw bits.
+        {"signed_specials", "zero_sign_order", "-0 orders below +0 (the key keeps the zero's sign bit)",
+         "if ((b & 0x7fffffffu) == 0u) b = 0u;\n", "\n"},
+        {"signed_specials", "nan_sign_order", "a NaN with its sign bit set orders below every number",
+         "if ((b & 0x7fffffffu) > 0x7f800000u) return 0xffffffffu;", "if (b > 0x7f800000u && b < 0x80000000u) return 0xffffffffu;"},
     };
   }
 };
