@@ -23,11 +23,11 @@ problem relu_problem() {
 }
 
 
-gen::sandbox_result sandboxed(const std::string& glsl, int dispatch_timeout_ms = 1500) {
+gen::sandbox_result sandboxed(const std::string& glsl, int dispatch_timeout_ms = 1500, int wall_timeout_ms = 60000) {
   const problem p = relu_problem();
   gen::sandbox_options o;
   o.dispatch_timeout_ms = dispatch_timeout_ms;
-  o.wall_timeout_ms = 60000;
+  o.wall_timeout_ms = wall_timeout_ms;
   o.benchmark = false;
   return gen::run_sandboxed({p}, glsl, o);  // the worker draws the held-out shapes
 }
@@ -53,13 +53,16 @@ TEST_CASE("sandbox: a kernel that never finishes is rejected as a timeout, and t
   // buffer each iteration, so no compiler can prove it finite or remove it.
   // lavapipe ends any loop after 65535 iterations (its guard against hung
   // shaders), so the body is made long enough that even the capped loop
-  // outlives the 1 s timeout many times over.
+  // outlives the 1 s timeout many times over. On a CPU device the gate's
+  // per-dispatch timeout is at least 20 s (gate.hpp, dispatch_timeout), which
+  // the capped loop may not outlive there: the worker's 25 s deadline ends
+  // it instead, the same stage.
   std::string body = "  float a = float(i);\n  while (y_[0] != -1.0) {\n";
   for (int l = 0; l < 400; ++l) body += "    a = sin(a) * 1.0001 + cos(a * 0.5);\n";
   body += "    if (i < pc.n) y_[i] = a;\n  }";
   std::string spin = relu_kernel(body);
   spin.replace(spin.find(") buffer BufY"), 13, ") volatile coherent buffer BufY");
-  const auto r = sandboxed(spin, 1000);
+  const auto r = sandboxed(spin, 1000, 25000);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   INFO(r.reason << "\n" << r.log_tail);
   CHECK_FALSE(r.accepted);
@@ -576,11 +579,14 @@ TEST_CASE("sandbox: a causal attention kernel with a bottom-right mask is reject
   p.causal = true;
   const std::string own = gen::template_source(p);
   std::string bottom_right = own;
-  const std::string top_left = "min(pc.L, row + 1u)";
+  // The keys a query sees: KV (the keys attended, pushed since the contract
+  // carries kv_len; L before).
+  const std::string keys = own.find("min(pc.KV, row + 1u)") != std::string::npos ? "pc.KV" : "pc.L";
+  const std::string top_left = "min(" + keys + ", row + 1u)";
   REQUIRE(bottom_right.find(top_left) != std::string::npos);
   // Query i sees keys j <= i + L - S: the same as top-left when S = L.
   bottom_right.replace(bottom_right.find(top_left), top_left.size(),
-                       "uint(clamp(int(row) + 1 + int(pc.L) - int(pc.S), 0, int(pc.L)))");
+                       "uint(clamp(int(row) + 1 + int(" + keys + ") - int(pc.S), 0, int(" + keys + ")))");
   gen::sandbox_options o;
   o.benchmark = false;
   o.wall_timeout_ms = 120000;
@@ -623,7 +629,8 @@ std::string replaced(std::string s, const std::string& from, const std::string& 
 }
 /// A softmax kernel of the contract with one invocation per row: TILE rows
 /// per workgroup, each invocation three passes over its row (max, sum,
-/// write); `write` is the value stored at column j.
+/// write: cols * 3 + cols / 128 loop iterations); `write` is the value stored
+/// at column j.
 std::string softmax_per_invocation(const std::string& write) {
   return R"(#version 450
 layout(local_size_x_id = 0) in;
@@ -644,8 +651,12 @@ void main() {
     else m = max(m, v);
   }
   bool bad = nan || isinf(m);
-  float s = 0.0;
-  for (uint j = 0u; j < pc.cols; ++j) s += exp(x_[base + j] - m);
+  float s = 0.0;  // in chunks of 128: a plain running sum of 16000 terms is off by 1e-4
+  for (uint j0 = 0u; j0 < pc.cols; j0 += 128u) {
+    float c = 0.0;
+    for (uint j = j0; j < min(pc.cols, j0 + 128u); ++j) c += exp(x_[base + j] - m);
+    s += c;
+  }
   float inv = 1.0 / s;
   for (uint j = 0u; j < pc.cols; ++j) y_[base + j] = bad ? uintBitsToFloat(0x7fc00000u) : )" + write + R"(;
 }

@@ -76,13 +76,16 @@ TEST_CASE("a fast but wrong candidate is rejected and never wins") {
 TEST_CASE("a candidate that turns wrong after timing fails re-validation and loses") {
   std::vector<tune::candidate> cands;
   cands.push_back(correct("steady", 400e-6));
-  // Right for its first 10 calls (the suite before timing), then fast and wrong.
+  // Right for its first calls (the suite before timing: one per case the
+  // suite runs on this shape), then fast and wrong.
+  const int suite_cases = static_cast<int>(kforge::validate<kforge::policy::eigen>(small_gemm()).cases.size());
+  REQUIRE(suite_cases >= 10);
   auto calls = std::make_shared<int>(0);
   tune::candidate flaky;
   flaky.name = "flaky";
   flaky.cfg = {{"name", "flaky"}};
-  flaky.run = [calls](const problem& p, std::vector<host_tensor>& ts) {
-    if ((*calls)++ < 10) {
+  flaky.run = [calls, suite_cases](const problem& p, std::vector<host_tensor>& ts) {
+    if ((*calls)++ < suite_cases) {
       kforge::execute<kforge::policy::eigen>(p, ts);
       return;
     }

@@ -441,7 +441,7 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 ///  "compile_log", "reflection", "spirv_hash", "race_check", "held_out": [shape...], "residues": [shape...],
 ///  "held_out_notes": [...], "grid_2d": {"validated", "shape", "workgroups", "rule"}, "worker_budget_ms",
 ///  "validation": [{"shape", "role", "held_out", ["instead_of", "loop_limit"], "seconds", "timeout_ms", "report"}...],
-///  "plain_validation" (same form), "loop_limit": {"iterations", "judged_instead"} (where a failure
+///  "plain_validation" (same form), "loop_limit": {"iterations", ["probe_error"], "judged_instead"} (where a failure
 ///  asked for the device's loop limit), "benchmark", "revalidation"}. Validation stops at the first
 ///  shape that fails.
 inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
@@ -606,14 +606,16 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   // (gen/bucket.hpp's verdicts) asks whether the kernel runs them here.
   bool probed = false;
   std::uint64_t loop_limit = 0;
+  std::string probe_error;
   std::vector<std::string> loop_notes;
   auto device_loop_limit = [&]() {
     if (!probed) {
       probed = true;
       try {
         loop_limit = vulkan::loop_iteration_limit(ctx);
-      } catch (const std::exception&) {
-        loop_limit = 0;
+      } catch (const std::exception& e) {
+        loop_limit = 0;  // no limit known: the failure stands
+        probe_error = e.what();
       }
     }
     return loop_limit;
@@ -686,7 +688,9 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   };
   auto write_loop_limit = [&]() {
     if (!probed) return;
-    w.key("loop_limit").begin_object().field("iterations", loop_limit).key("judged_instead").begin_array();
+    w.key("loop_limit").begin_object().field("iterations", loop_limit);
+    if (!probe_error.empty()) w.field("probe_error", probe_error);
+    w.key("judged_instead").begin_array();
     for (const auto& n : loop_notes) w.value(n);
     w.end_array().end_object();
   };

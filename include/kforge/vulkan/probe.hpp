@@ -43,6 +43,7 @@ inline std::uint64_t loop_iteration_limit(context& ctx) {
   // The recurrence keeps the loop from being folded into a closed form; the
   // count is what the invocation ran, whichever way the loop ended.
   static const char* const source = R"(#version 450
+layout(local_size_x_id = 0) in;
 layout(local_size_x = 1) in;
 layout(std430, set = 0, binding = 0) buffer Out { uint v[]; };
 layout(push_constant) uniform Push { uint n; uint seed; } pc;
@@ -53,7 +54,7 @@ void main() {
   v[1] = h;
 }
 )";
-  const pipeline& pipe = ctx.get_pipeline(shader_variant{"kforge_loop_probe", source, {}}, kernel_interface{1, 8, {}}, {});
+  const pipeline& pipe = ctx.get_pipeline(shader_variant{"kforge_loop_probe", source, {}}, kernel_interface{1, 8, {0}}, {1});
   buffer_slice dev = ctx.device_memory().allocate(16);
   buffer_slice host = ctx.staging_memory().allocate(16);
   std::memset(host.mapped(), 0, 16);
