@@ -10,6 +10,19 @@ for f in .gl/*.deb .device/vulkan-validationlayers*.deb; do dpkg -x "$f" /; done
 export LD_LIBRARY_PATH=$PWD/.device/lib KFORGE_CACHE_DIR=/tmp/kfc
 B=.device/bin
 { date -u; nvidia-smi -L; $B/kforge devices; } > $OUT/devices.txt 2>&1
+# `h100_validate.sh mutate OP...` (issue 46): the gate's mutation corpus on
+# this GPU, one `kforge mutate --op OP --json` per op, 8 at a time, then
+# vulkan_suite with the validation layer on; each kernel's verdict and
+# seconds in $OUT/mutate.jsonl.
+if [ "${1:-}" = mutate ]; then
+  shift
+  (KFORGE_VK_VALIDATION=1 timeout 400 $B/vulkan_suite > $OUT/test_vulkan_suite.txt 2>&1; echo "vulkan_suite (validation on) rc=$?" >> $OUT/summary.txt) &
+  printf '%s\n' "$@" | xargs -P 8 -I{} sh -c "timeout 480 $B/kforge mutate --op {} --json > /tmp/mut_{}.json 2>/tmp/mut_{}.err; echo {} rc=\$?" |
+    sort | tee -a $OUT/summary.txt
+  cat /tmp/mut_*.json > $OUT/mutate.jsonl; cat /tmp/mut_*.err > $OUT/mutate_err.txt
+  wait; tail -4 $OUT/test_vulkan_suite.txt
+  exit 0
+fi
 for t in vulkan_suite vulkan_ops; do
   timeout 150 $B/$t > $OUT/test_$t.txt 2>&1; echo "$t rc=$?" | tee -a $OUT/summary.txt
 done

@@ -123,9 +123,9 @@ struct contract_form<embedding_traits> {
         {"signed_specials", "clamps_bad_id", "an id outside [0, V) reads the nearest row instead of writing zeros",
          "if (id < 0 || uint(id) >= pc.V) out_[q] = kf_st(0.0);",
          "if (id < 0 || uint(id) >= pc.V) out_[q] = table_[uint(clamp(id, 0, int(pc.V) - 1)) * pc.D + c];"},
-        {"subnormal", "flushes_tiny_values", "the row is copied with 0 for |x| < 1e-38",
+        {"subnormal", "flushes_tiny_values", "the row is copied with 0 for |x| < 1.2e-38 (FLT_MIN: a subnormal constant would be flushed itself on a flushing device)",
          "else out_[q] = table_[uint(id) * pc.D + c];",
-         "else out_[q] = abs(kf_ld(table_[uint(id) * pc.D + c])) < 1e-38 ? kf_st(0.0) : table_[uint(id) * pc.D + c];"},
+         "else out_[q] = abs(kf_ld(table_[uint(id) * pc.D + c])) < 1.2e-38 ? kf_st(0.0) : table_[uint(id) * pc.D + c];"},
     };
   }
 };

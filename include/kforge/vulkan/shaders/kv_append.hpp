@@ -50,9 +50,9 @@ struct contract_form<kv_append_traits> {
         // Issue 46's classes: a copy that "cleans" tiny values loses -0 and
         // subnormals. (x + 0.0 would too, but Vulkan lets a compiler fold it
         // to x without SignedZeroInfNanPreserve: lavapipe does.)
-        {"subnormal", "flushes_tiny_values", "the copy writes 0 for |x| < 1e-38",
+        {"subnormal", "flushes_tiny_values", "the copy writes 0 for |x| < 1.2e-38 (FLT_MIN: a subnormal constant would be flushed itself on a flushing device)",
          "cache_[(b * pc.Lmax + pc.pos) * pc.HD + e] = x_[q];",
-         "cache_[(b * pc.Lmax + pc.pos) * pc.HD + e] = abs(kf_ld(x_[q])) < 1e-38 ? kf_st(0.0) : x_[q];"},
+         "cache_[(b * pc.Lmax + pc.pos) * pc.HD + e] = abs(kf_ld(x_[q])) < 1.2e-38 ? kf_st(0.0) : x_[q];"},
     };
   }
 };
