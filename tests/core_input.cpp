@@ -27,6 +27,10 @@ TEST_CASE("option_number: in range, or an argument_error naming the option, the 
   CHECK(option_number("reps", "3", number_ranges::count) == 3);
   CHECK(message_of([] { option_number("eps", "-1", number_ranges::positive_f32); }) ==
         "kforge: --eps must be a finite number > 0, got '-1'");
+  // > 0 as a double, 0 as the f32 it is used as: refused, and the message says why.
+  CHECK(message_of([] { option_number("eps", "1e-50", number_ranges::positive_f32); }) ==
+        "kforge: --eps must be a finite number > 0, got '1e-50', which is 0 or subnormal as the f32 it is used as "
+        "(magnitude < 1.17549e-38)");
   for (const char* bad : {"nan", "inf", "-inf", "0", "1e39", "abc", "", " 1", "1 ", "1e", "0x"})
     CHECK_THROWS_AS(option_number("eps", bad, number_ranges::positive_f32), argument_error);
   // Whole numbers are read exactly and refuse fractions and overflow.

@@ -57,9 +57,9 @@ namespace {
 /// tuning cache as a whole (the test tune::tuning_cache applies before it
 /// salvages), without touching the file.
 void require_parsable(const tune::tuning_cache& cache) {
-  std::ifstream f(cache.file(), std::ios::binary);
-  if (!f) return;  // no cache yet: every lookup misses
-  const std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  bool exists = false;
+  const std::string text = tune::detail::read_file(cache.file(), exists);
+  if (!exists) return;  // no cache yet: every lookup misses
   simdjson::dom::parser parser;
   simdjson::dom::element doc;
   simdjson::dom::array entries;

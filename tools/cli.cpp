@@ -34,6 +34,141 @@ std::vector<const cli_option*> family_options(std::string_view name) {
 
 }  // namespace
 
+const std::vector<command_options>& command_table() {
+  // The problem's options (--op, --shape, --dtype and the op families') go
+  // with the commands whose `problem` is set.
+  static const std::vector<command_options> table = {
+      {"devices", {}, {"json"}, false},
+      {"run", {"policy", "reps", "seed"}, {"json"}, true},
+      {"validate", {"policy", "seed", "kernel"}, {"json"}, true},
+      {"bench", {"policy", "vs", "reps", "roofline"}, {"json", "remeasure-roofline"}, true},
+      {"demo", {"policy"}, {"json", "quick"}, false},
+      {"transformer",
+       {"preset", "layers", "prefill", "decode", "dtype", "policy", "reps", "verify-decode", "seed", "baseline", "compare",
+        "max-slowdown", "time-floor-us", "warmup"},
+       {"json", "no-verify", "remeasure-roofline", "whole-step"},
+       false},
+      {"gen",
+       {"provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms", "total-timeout-ms",
+        "export"},
+       {"json", "force", "no-bucket"},
+       true},
+      {"mutate", {"op", "timeout-ms"}, {"json"}, false},
+      {"worker", {"request", "response"}, {}, false},
+      {"tune", {"policy", "strategy", "budget", "trials", "reps"}, {"json", "no-generated"}, true},
+      {"cache", {"op", "shape", "dtype", "device", "status"}, {"json"}, false},
+      {"options", {}, {"json"}, false},
+  };
+  return table;
+}
+
+std::string options_text(bool json) {
+  if (json) {
+    json_writer w;
+    w.begin_object().key("commands").begin_array();
+    for (const auto& c : command_table()) {
+      w.begin_object().field("name", c.name).key("values").begin_array();
+      for (const auto& v : c.values) w.value(v);
+      w.end_array().key("flags").begin_array();
+      for (const auto& f : c.flags) w.value(f);
+      w.end_array().field("problem", c.problem).end_object();
+    }
+    w.end_array().key("problem_options").begin_array();
+    std::set<std::string> shown;
+    for (const family_table* f : all_families())
+      for (const cli_option& o : f->options())
+        if (shown.insert(std::string(o.name)).second)
+          w.begin_object().field("name", std::string(o.name)).field("takes_value", !o.placeholder.empty()).end_object();
+    w.end_array().end_object();
+    return w.str() + "\n";
+  }
+  // One line per command ("NAME: --opt V ... --flag ... [problem]"), then
+  // the problem's options on a line "problem: ...".
+  std::string s;
+  for (const auto& c : command_table()) {
+    s += c.name + ":";
+    for (const auto& v : c.values) s += " --" + v + " V";
+    for (const auto& f : c.flags) s += " --" + f;
+    if (c.problem) s += " [problem]";
+    s += "\n";
+  }
+  s += "problem: --op V --shape V --dtype V";
+  std::set<std::string> shown;
+  for (const family_table* f : all_families())
+    for (const cli_option& o : f->options())
+      if (shown.insert(std::string(o.name)).second) s += " --" + std::string(o.name) + (o.placeholder.empty() ? "" : " V");
+  return s + "\n";
+}
+
+const command_options* find_command(const std::string& name) {
+  for (const auto& c : command_table())
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+namespace {
+/// Whether --key (a flag when `flag`) belongs to command c.
+bool belongs(const command_options& c, const std::string& key, bool flag) {
+  if (key == "help") return true;
+  const auto& own = flag ? c.flags : c.values;
+  if (std::find(own.begin(), own.end(), key) != own.end()) return true;
+  if (!c.problem) return false;
+  if (!flag && (key == "op" || key == "shape" || key == "dtype")) return true;
+  return !family_options(key).empty();
+}
+
+/// Options that only make sense together with another one's value: refused
+/// by name rather than ignored.
+void check_combinations(const args& a) {
+  auto refuse = [&](const std::string& opt, const std::string& why) {
+    throw usage_error("--" + opt + " does not apply to kforge " + (a.command == "cache" ? std::string() : a.command + " ") + why);
+  };
+  if (a.command == "validate" && a.get("kernel")) {
+    // The kernel goes through the generation gate on the Vulkan device.
+    if (a.get("policy")) refuse("policy", "with --kernel (the kernel runs through the generation gate on the Vulkan device)");
+    if (a.get("seed")) refuse("seed", "with --kernel (the gate draws its own held-out shapes and inputs)");
+  }
+  if (a.command == "gen") {
+    const std::string provider = a.get("provider").value_or("template");
+    const char* openai_only[] = {"base-url", "model", "timeout-ms", "total-timeout-ms"};
+    for (const char* o : openai_only)
+      if (provider != "openai" && a.get(o)) refuse(o, "with --provider " + provider + " (it is for --provider openai)");
+    if (provider != "replay" && a.get("replay")) refuse("replay", "with --provider " + provider + " (it is for --provider replay)");
+    if (provider == "template" && (a.get("temperature") || a.get("max-tokens")))
+      refuse(a.get("temperature") ? "temperature" : "max-tokens", "with --provider template (it asks no model)");
+  }
+  if (a.command == "transformer" && a.get("compare")) {
+    // Comparing two reports runs nothing: only --baseline and the thresholds apply.
+    for (const auto& [k, v] : a.values)
+      if (k != "compare" && k != "baseline" && k != "max-slowdown" && k != "time-floor-us")
+        refuse(k, "with --compare (it compares two reports and runs nothing)");
+    for (const auto& f : a.flags)
+      if (f != "json") refuse(f, "with --compare (it compares two reports and runs nothing)");
+  }
+  if (a.command == "cache") {
+    for (const char* o : {"op", "shape", "dtype"})
+      if (a.get(o) && a.sub != "show") refuse(o, "cache " + a.sub + " (only cache show takes a problem)");
+    if (a.get("status") && a.sub != "list") refuse("status", "cache " + a.sub + " (only cache list takes it)");
+  }
+  if (a.command == "transformer" && !a.get("compare") && a.get("verify-decode") && a.has("no-verify"))
+    refuse("verify-decode", "with --no-verify");
+}
+}  // namespace
+
+std::vector<std::string> policy_list(const std::string& text) {
+  std::vector<std::string> out;
+  std::stringstream ss(text);
+  for (std::string item; std::getline(ss, item, ',');) {
+    if (item.empty()) throw usage_error("--policy '" + text + "' has an empty name (give names separated by ',', e.g. threaded,vulkan)");
+    if (std::find(out.begin(), out.end(), item) != out.end())
+      throw usage_error("--policy '" + text + "' names '" + item + "' twice");
+    out.push_back(item);
+  }
+  if (out.empty() || text.back() == ',')
+    throw usage_error("--policy '" + text + "' has an empty name (give names separated by ',', e.g. threaded,vulkan)");
+  return out;
+}
+
 bool args::has(const std::string& f) const { return std::find(flags.begin(), flags.end(), f) != flags.end(); }
 std::optional<std::string> args::get(const std::string& k) const {
   auto it = values.find(k);
@@ -45,7 +180,14 @@ args parse_args(int argc, char** argv) {
   args a;
   if (argc < 2) throw usage_error("no command given (try kforge --help)");
   a.command = argv[1];
-  for (int i = 2; i < argc; ++i) {
+  if (a.command.rfind("-", 0) == 0)
+    throw usage_error("no command given: '" + a.command + "' is an option; the command comes first (try kforge --help)");
+  const command_options* cmd = find_command(a.command);
+  if (!cmd) throw usage_error("unknown command '" + a.command + "' (try kforge --help)");
+  std::set<std::string> seen;
+  int first = 2;
+  if (a.command == "cache" && argc >= 3 && argv[2][0] != '-') a.sub = argv[first++];  // `kforge cache SUB [options]`
+  for (int i = first; i < argc; ++i) {
     std::string s = argv[i];
     if (s.rfind("--", 0) != 0) throw usage_error("unexpected argument '" + s + "'");
     std::string key = s.substr(2), value;
@@ -60,6 +202,10 @@ args parse_args(int argc, char** argv) {
                          (!fam.empty() && fam.front()->placeholder.empty());
     const bool is_value = std::find(value_options.begin(), value_options.end(), key) != value_options.end() ||
                           (!fam.empty() && !fam.front()->placeholder.empty());
+    if (!is_flag && !is_value) throw usage_error("unknown option '--" + key + "'");
+    if (!belongs(*cmd, key, is_flag))
+      throw usage_error("--" + key + " does not apply to kforge " + a.command + " (kforge " + a.command + " --help lists its options)");
+    if (!seen.insert(key).second) throw usage_error("--" + key + " is given twice (give each option once)");
     if (is_flag) {
       if (inline_value) throw usage_error("--" + key + " takes no value");
       a.flags.push_back(key);
@@ -68,11 +214,18 @@ args parse_args(int argc, char** argv) {
         if (i + 1 >= argc) throw usage_error("--" + key + " needs a value");
         value = argv[++i];
       }
+      if (value.empty()) throw usage_error("--" + key + " needs a value, got ''");
+      for (std::size_t k = 0; k < value.size(); ++k)
+        if (static_cast<unsigned char>(value[k]) < 0x20 || value[k] == 0x7f) {
+          char b[8];
+          std::snprintf(b, sizeof b, "0x%02x", static_cast<unsigned char>(value[k]));
+          throw usage_error("--" + key + " has a control character (byte " + b + " at offset " + std::to_string(k) +
+                            "); values are printable text");
+        }
       a.values[key] = value;
-    } else {
-      throw usage_error("unknown option '--" + key + "'");
     }
   }
+  if (!a.has("help")) check_combinations(a);
   return a;
 }
 
@@ -91,17 +244,21 @@ std::string fmt(const char* f, double v) {
   std::snprintf(buf, sizeof buf, f, v);
   return buf;
 }
-std::vector<std::string> split(const std::string& s) {
-  std::vector<std::string> out;
-  std::stringstream ss(s);
-  for (std::string item; std::getline(ss, item, ',');)
-    if (!item.empty()) out.push_back(item);
-  return out;
-}
 std::string one_line(std::string m) {
   if (m.rfind("kforge: ", 0) == 0) m = m.substr(8);
-  for (char& c : m)
-    if (c == '\n') c = ' ';
+  // One line, and no control character reaches the terminal (input echoed
+  // in a message may hold escape sequences): \n becomes a space, the rest \xNN.
+  std::string clean;
+  for (char c : m) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\r' || c == '\t') clean += ' ';
+    else if (u < 0x20 || u == 0x7f) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\x%02x", u);
+      clean += b;
+    } else clean += c;
+  }
+  m = std::move(clean);
   return "kforge: " + m + "\n";
 }
 

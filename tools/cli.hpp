@@ -30,11 +30,29 @@ struct environment_error : std::runtime_error {
 
 struct args {
   std::string command;
+  std::string sub;  ///< cache's subcommand (list, show, clear)
   std::map<std::string, std::string> values;
   std::vector<std::string> flags;
   bool has(const std::string& f) const;
   std::optional<std::string> get(const std::string& k) const;
 };
+
+/// The options one command takes (besides --help): values, flags, and
+/// whether it takes a problem (--op, --shape, --dtype and the op families').
+struct command_options {
+  std::string name;
+  std::vector<std::string> values, flags;
+  bool problem = false;
+};
+/// Every command's options: parse_args refuses any other (`kforge options`
+/// prints the table; the fuzz test draws its cases from it).
+const std::vector<command_options>& command_table();
+const command_options* find_command(const std::string& name);
+/// `kforge options [--json]`: the table, one line per command (or JSON, with
+/// the op families' options and whether each takes a value).
+std::string options_text(bool json);
+/// --policy's list "a,b,...": an empty name or a name given twice is a usage_error.
+std::vector<std::string> policy_list(const std::string& text);
 
 /// argv → args; every option must be known (the tool's own, or an op family's).
 args parse_args(int argc, char** argv);
@@ -51,7 +69,6 @@ inline constexpr number_range reps{1, 1000000, false, true};
 inline constexpr number_range seed = number_ranges::whole_non_negative;
 }  // namespace option_ranges
 std::string fmt(const char* f, double v);
-std::vector<std::string> split(const std::string& s);
 /// One line for stderr: the library's own "kforge: " prefix is not repeated.
 std::string one_line(std::string m);
 

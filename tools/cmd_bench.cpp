@@ -97,7 +97,7 @@ void write_entry(json_writer& w, const problem& p, int index, const std::string&
 int cmd_bench(const args& a) {
   const problem p = problem_from(a);
   const std::string vs = a.get("vs").value_or("eigen");
-  std::vector<std::string> names = split(a.get("policy").value_or(default_policy()));
+  std::vector<std::string> names = policy_list(a.get("policy").value_or(default_policy()));
   if (std::find(names.begin(), names.end(), vs) == names.end()) names.insert(names.begin(), vs);
   const int reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, 10));
   const bool json = a.has("json");

@@ -40,7 +40,7 @@ int cmd_demo(const args& a) {
   const bool json = a.has("json");
   // --policy LIST: those policies (autotune included); default: every registered one.
   std::vector<std::string> names;
-  if (auto l = a.get("policy")) names = split(*l);
+  if (auto l = a.get("policy")) names = policy_list(*l);
   else
     for (const policy_entry& e : policies()) names.push_back(e.name);
   json_writer w;

@@ -104,6 +104,12 @@ int cmd_gen(const problem& p, const std::map<std::string, std::string>& values, 
     return 2;
   }
   require_gate_memory(p);
+  try {
+    gen::require_writable_dir(gen::records_dir());  // before the model is asked, not after a kernel passed
+  } catch (const cache_error& e) {
+    std::cerr << one_line(e.what());
+    return 3;
+  }
   const bool tty = !json && isatty(2);
   o.progress = [&](const std::string& line) {
     if (!json) std::cerr << (tty ? "\r\033[K" : "") << line << (tty ? "" : "\n") << std::flush;

@@ -23,6 +23,7 @@
 #include <map>
 #include <sstream>
 
+#include <kforge/core/file.hpp>
 #include <kforge/core/json.hpp>
 
 #include "cli.hpp"
@@ -223,9 +224,11 @@ report_numbers parse_report(const std::string& text, const std::string& what) {
 }
 
 std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw usage_error("cannot read '" + path + "'");
-  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  try {
+    return read_regular_file(path, file_limits::report, "report");
+  } catch (const file_error& e) {
+    throw usage_error(e.what());
+  }
 }
 
 /// One line per regression of `now` against `base`.
@@ -283,6 +286,32 @@ int compare_reports(const args& a, const thresholds& th) {
 #endif
 }
 
+/// Refuses a model the host cannot hold before anything is allocated (exit
+/// 3, one line with the bytes and the limit), as run does for an op: the
+/// weights and the KV cache in the run's dtype, the same again in f32 for the
+/// Eigen reference that verifies it, and the largest activations (the
+/// prefill's logits and MLP rows, f32).
+void require_transformer_memory(const transformer_request& r) {
+  const model::config& c = r.cfg;
+  const double es = static_cast<double>(size_of(r.type)), L = static_cast<double>(c.layers);
+  const double tokens = static_cast<double>(r.prefill + r.decode), T = static_cast<double>(r.prefill);
+  const double params = L * static_cast<double>(c.block_params()) +
+                        static_cast<double>(c.vocab) * static_cast<double>(c.hidden) * (c.tied_embeddings ? 1 : 2) +
+                        static_cast<double>(c.learned_positions + 1) * static_cast<double>(c.hidden);
+  const double kv = L * 2 * tokens * static_cast<double>(c.kv_dim());
+  const double acts = T * static_cast<double>(c.vocab + c.up_dim() + 3 * c.hidden + c.q_dim() + 2 * c.kv_dim()) * 4;
+  const double bytes = (params + kv) * es + (r.verify ? (params + kv) * 4 + acts : 0) + acts;
+  const memory_limit lim = host_memory_limit();
+  if (bytes > lim.bytes) {
+    char layers[32];
+    std::snprintf(layers, sizeof layers, "%lld", static_cast<long long>(c.layers));
+    throw memory_error("kforge: transformer " + c.name + " with " + layers + " layers, " + std::to_string(r.prefill) +
+                       " prefill + " + std::to_string(r.decode) + " decode tokens needs " + bytes_text(bytes) +
+                       " (weights, KV cache and activations" + (r.verify ? ", and the Eigen reference's f32 copy" : "") +
+                       "), more than the " + bytes_text(lim.bytes) + " limit (" + lim.what + ")");
+  }
+}
+
 }  // namespace
 
 int cmd_transformer(const args& a) {
@@ -305,6 +334,9 @@ int cmd_transformer(const args& a) {
     r.decode = static_cast<index_t>(number_option(a.values, "decode", {0, 1 << 20, false, true}, static_cast<double>(r.decode)));
     r.verify_decode = static_cast<index_t>(
         number_option(a.values, "verify-decode", {0, 1 << 20, false, true}, static_cast<double>(r.verify_decode)));
+    if (a.get("verify-decode") && r.verify_decode > r.decode)
+      throw usage_error("--verify-decode " + std::to_string(r.verify_decode) + " exceeds the " + std::to_string(r.decode) +
+                        " decode steps (--decode): it verifies at most as many steps as run");
     r.reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, r.reps));
     if (auto v = a.get("dtype")) r.type = parse_dtype(*v);
     if (r.type == dtype::f64) throw usage_error("--dtype must be f32, f16 or bf16");
@@ -313,11 +345,12 @@ int cmd_transformer(const args& a) {
     throw usage_error(e.what());
   }
   r.policy = a.get("policy").value_or("threaded");
+  r.verify = !a.has("no-verify");
+  require_transformer_memory(r);
   // GPU clocks ramp up over about a second of sustained work (an H100 left idle sits at 345 MHz and
   // reaches 1980 MHz ~1 s into the work; docs/PERFORMANCE.md): the Vulkan warm-up lasts that long.
   r.warm_s = r.policy == "vulkan" ? 1.5 : 0.0;
   r.warm_s = number_option(a.values, "warmup", {0, 60, false, false}, r.warm_s);
-  r.verify = !a.has("no-verify");
   r.remeasure_bandwidth = a.has("remeasure-roofline");
   r.in_parts = !a.has("whole-step");
   if (!r.in_parts && r.policy != "vulkan") throw usage_error("--whole-step is for --policy vulkan (a CPU step submits nothing)");

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include <kforge/core/file.hpp>
+
 #include "cli.hpp"
 
 namespace kforge::tool {
@@ -59,6 +61,7 @@ commands:
   mutate     check that the validation gate rejects plausible-but-wrong kernels (mutation testing)
   tune       search a backend's knobs for one problem; store the winner in the tuning cache
   cache      list, show or clear the tuning cache (kforge cache list|show|clear)
+  options    every command's options, one line each (--json: the table the tool checks them against)
 
 Run `kforge <command> --help` for the options of a command.
 Exit codes: 0 ok, 1 validation failed, 2 usage error, 3 environment problem.
@@ -182,6 +185,7 @@ const std::map<std::string, std::string>& command_help() {
      "a time more than --max-slowdown (1.25) x the baseline's and --time-floor-us (50) us slower, an error more than\n"
      "4x the baseline's + 0.1 eps of the dtype, or a stage that passed and now fails is a regression: exit 1.\n"
      "--compare NEW.json --baseline OLD.json compares two reports without running.\n"},
+    {"options", "usage: kforge options [--json]\n\nPrints every command's options. Each command takes only its own options, each once\n(anything else is a usage error, exit 2, naming the option); --json gives the same table\nwith the op families' options and whether each takes a value.\n"},
     {"demo", "usage: kforge demo [--policy P[,P...]] [--json] [--quick]\n\nRuns gemm, conv2d, softmax, layer_norm and attention on every available policy (or those of\n--policy, autotune included), validates each with the 16-case suite, and prints policy, time,\nthroughput, speed-up vs Eigen and max error. A vulkan row's time is its kernels on\ndevice-resident tensors (GPU timestamps); the line below it gives the upload, the download\nand the whole host-view call. An autotune row says what it resolved to. --quick uses smaller\nshapes.\n"},
 };
   return help;
@@ -195,14 +199,9 @@ int main(int argc, char** argv) {
       std::cout << main_help;
       return ok;
     }
-    // `kforge cache SUB [options]`: the subcommand is the one positional argument.
-    std::vector<char*> av(argv, argv + argc);
-    std::string cache_sub;
-    if (argc >= 3 && std::string(argv[1]) == "cache" && argv[2][0] != '-') {
-      cache_sub = argv[2];
-      av.erase(av.begin() + 2);
-    }
-    const args a = parse_args(static_cast<int>(av.size()), av.data());
+    // `kforge cache SUB [options]`: the subcommand is the one positional argument (args::sub).
+    const args a = parse_args(argc, argv);
+    const std::string& cache_sub = a.sub;
     if (a.has("help")) {
       auto it = command_help().find(a.command);
       if (it == command_help().end()) throw usage_error("unknown command '" + a.command + "' (try kforge --help)");
@@ -220,6 +219,10 @@ int main(int argc, char** argv) {
     // `kforge cache list --status c|r` lists generation records; the rest of `cache` is the tuner's.
     if (a.command == "cache" && cache_sub == "list" && a.get("status")) return gen_records_list(a.values, a.flags);
 #endif
+    if (a.command == "options") {
+      std::cout << options_text(a.has("json"));
+      return ok;
+    }
     if (a.command == "devices") return cmd_devices(a);
     if (a.command == "run") return cmd_run(a);
     if (a.command == "validate") return cmd_validate(a);
@@ -238,6 +241,12 @@ int main(int argc, char** argv) {
     std::cerr << one_line(e.what());
     return usage;
   } catch (const environment_error& e) {
+    std::cerr << one_line(e.what());
+    return environment;
+  } catch (const kforge::file_error& e) {  // a file given to kforge breaks the rule for files (core/file.hpp)
+    std::cerr << one_line(e.what());
+    return usage;
+  } catch (const kforge::cache_error& e) {  // a cache or record that cannot be read or written
     std::cerr << one_line(e.what());
     return environment;
   } catch (const kforge::unsupported_error& e) {

@@ -45,6 +45,7 @@ struct invocation {
   std::vector<std::pair<std::string, std::string>> env;
   int expect = -1;  ///< the exact exit code, or -1 for any of 1, 2, 3
   std::string what; ///< the category, for the summary
+  std::string names;  ///< text stderr must hold (the option refused), or empty
 };
 
 struct outcome {
@@ -137,9 +138,13 @@ outcome run_one(const std::string& tool, const invocation& c, const std::string&
     if (out.empty() && err.empty()) fail("exit 1 without a word");
     return o;
   }
-  // 2 and 3: exactly one line on stderr, "kforge: ...".
+  // 2 and 3: exactly one line on stderr, "kforge: ...", naming the input
+  // refused, with no control character (an echoed escape sequence) in it.
   const auto lines = std::count(err.begin(), err.end(), '\n');
-  if (lines != 1 || err.back() != '\n' || err.rfind("kforge: ", 0) != 0) fail("stderr is not one line starting 'kforge: '");
+  if (lines != 1 || err.back() != '\n' || err.rfind("kforge: ", 0) != 0) return fail("stderr is not one line starting 'kforge: '"), o;
+  if (!c.names.empty() && err.find(c.names) == std::string::npos) return fail("the message does not name '" + c.names + "'"), o;
+  for (std::size_t i = 0; i + 1 < err.size(); ++i)
+    if (static_cast<unsigned char>(err[i]) < 0x20 || err[i] == 0x7f) return fail("a raw control character in the message"), o;
   return o;
 }
 
@@ -242,6 +247,117 @@ const std::vector<std::pair<std::string, std::string>> huge = {
     {"attention", "64x64x100000x128,100000"}, {"embedding", "100000x1000000,1000000"}, {"topk", "1000000x10000000"},
     {"relu", "2147483648x100x100"}};
 
+/// The tool's option table (`kforge options`): per command its value
+/// options and flags and whether it takes a problem; the problem's options.
+struct option_table {
+  struct command {
+    std::string name;
+    std::vector<std::string> values, flags;
+    bool problem = false;
+  };
+  std::vector<command> commands;
+  std::vector<std::string> problem_values, problem_flags;
+};
+
+option_table read_option_table(const std::string& tool) {
+  option_table t;
+  FILE* f = popen(("'" + tool + "' options").c_str(), "r");
+  if (!f) return t;
+  std::string text;
+  char buf[4096];
+  for (std::size_t n; (n = fread(buf, 1, sizeof buf, f)) > 0;) text.append(buf, n);
+  pclose(f);
+  std::stringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    const auto colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    option_table::command c{line.substr(0, colon), {}, {}, false};
+    std::stringstream words(line.substr(colon + 1));
+    std::vector<std::string> w;
+    for (std::string x; words >> x;) w.push_back(x);
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if (w[i] == "[problem]") c.problem = true;
+      if (w[i].rfind("--", 0) != 0) continue;
+      const bool value = i + 1 < w.size() && w[i + 1] == "V";
+      (value ? c.values : c.flags).push_back(w[i].substr(2));
+    }
+    if (c.name == "problem") t.problem_values = c.values, t.problem_flags = c.flags;
+    else t.commands.push_back(std::move(c));
+  }
+  return t;
+}
+
+/// Every command's options against the table: each option of every other
+/// command given to it, each of its own given twice, with an empty value,
+/// with an escape sequence. A new option is fuzzed the day it joins the table.
+void table_cases(const option_table& t, std::vector<invocation>& out, bool with_gen, bool with_tune) {
+  const std::map<std::string, std::vector<std::string>> bases = {
+      {"devices", {"devices"}},
+      {"run", {"run", "--op", "relu", "--shape", "4x4", "--policy", "eigen", "--reps", "1"}},
+      {"validate", {"validate", "--op", "relu", "--shape", "4x4", "--policy", "eigen"}},
+      {"bench", {"bench", "--op", "relu", "--shape", "4x4", "--policy", "eigen", "--reps", "1"}},
+      {"demo", {"demo", "--quick", "--policy", "eigen"}},
+      {"transformer", {"transformer", "--preset", "tiny", "--policy", "eigen", "--prefill", "2", "--decode", "1", "--reps", "1"}},
+      {"gen", {"gen", "--op", "relu", "--shape", "8x8"}},
+      {"mutate", {"mutate", "--op", "relu"}},
+      {"worker", {"worker"}},
+      {"tune", {"tune", "--op", "gemm", "--shape", "8x8x8", "--trials", "1", "--reps", "1"}},
+      {"cache", {"cache", "list"}},
+      {"options", {"options"}}};
+  std::vector<std::pair<std::string, bool>> every;  // (option, takes a value)
+  for (const auto& c : t.commands) {
+    for (const auto& v : c.values) every.emplace_back(v, true);
+    for (const auto& f : c.flags) every.emplace_back(f, false);
+  }
+  for (const auto& v : t.problem_values) every.emplace_back(v, true);
+  for (const auto& f : t.problem_flags) every.emplace_back(f, false);
+  std::sort(every.begin(), every.end());
+  every.erase(std::unique(every.begin(), every.end()), every.end());
+  for (const auto& c : t.commands) {
+    const auto b = bases.find(c.name);
+    if (b == bases.end()) continue;  // a command this fuzzer has no base for: the table test (cli_options) says so
+    if ((!with_gen && (c.name == "gen" || c.name == "mutate" || c.name == "worker")) ||
+        (!with_tune && (c.name == "tune" || c.name == "cache")))
+      continue;
+    auto own = [&](const std::string& o, bool value) {
+      const auto& l = value ? c.values : c.flags;
+      if (std::find(l.begin(), l.end(), o) != l.end()) return true;
+      if (!c.problem) return false;
+      const auto& p = value ? t.problem_values : t.problem_flags;
+      return std::find(p.begin(), p.end(), o) != p.end();
+    };
+    for (const auto& [o, value] : every) {
+      if (own(o, value)) continue;
+      invocation i{b->second, {}, 2, "foreign option", "--" + o};
+      i.args.push_back("--" + o);
+      if (value) i.args.push_back("1");
+      out.push_back(std::move(i));
+    }
+    std::vector<std::pair<std::string, bool>> mine;
+    for (const auto& v : c.values) mine.emplace_back(v, true);
+    for (const auto& f : c.flags) mine.emplace_back(f, false);
+    if (c.problem) {
+      for (const char* v : {"op", "shape", "dtype"}) mine.emplace_back(v, true);
+    }
+    for (const auto& [o, value] : mine) {
+      invocation twice{b->second, {}, 2, "repeated option", "--" + o};
+      for (int k = 0; k < 2; ++k) {
+        twice.args.push_back("--" + o);
+        if (value) twice.args.push_back("1");
+      }
+      out.push_back(std::move(twice));
+      if (!value) continue;
+      invocation empty{b->second, {}, 2, "empty value", "--" + o};
+      empty.args.push_back("--" + o + "=");
+      out.push_back(std::move(empty));
+      invocation esc{b->second, {}, 2, "escape sequence", "--" + o};
+      esc.args.push_back("--" + o);
+      esc.args.push_back("\x1b]0;pwned\x07\x1b[31mred");
+      out.push_back(std::move(esc));
+    }
+  }
+}
+
 std::vector<invocation> all_cases(std::mt19937_64& rng, bool with_vulkan, bool with_gen, bool with_tune, const std::string& dir) {
   std::vector<invocation> out;
   auto pick = [&](const auto& v) -> const auto& { return v[rng() % v.size()]; };
@@ -325,6 +441,46 @@ std::vector<invocation> all_cases(std::mt19937_64& rng, bool with_vulkan, bool w
     for (const std::string& k : {junk, glslish, empty})
       out.push_back({{"validate", "--op", "relu", "--shape", "4x4", "--kernel", k}, {}, -1, "kernel"});
   }
+  // 6b. Every other file kforge reads gets the same rule as --kernel (issue
+  // 47: these blocked forever on a FIFO or read /dev/zero until memory ran
+  // out): a FIFO, /dev/zero, a symlink to it and a directory, refused at once
+  // with exit 2 naming the file; a tuning cache whose tuning.json is a FIFO
+  // is an environment problem (exit 3) naming it.
+  {
+    const std::string fifo = dir + "/special.fifo", link = dir + "/zero.link", sub = dir + "/a-directory";
+    mkfifo(fifo.c_str(), 0644);
+    std::error_code ec;
+    std::filesystem::create_symlink("/dev/zero", link, ec);
+    std::filesystem::create_directories(sub, ec);
+    const std::vector<std::vector<std::string>> readers = {
+        {"transformer", "--compare", "@", "--baseline", dir + "/missing-baseline.json"},
+        {"transformer", "--compare", dir + "/missing-new.json", "--baseline", "@"},
+        {"transformer", "--preset", "tiny", "--policy", "eigen", "--prefill", "2", "--decode", "1", "--reps", "1", "--baseline", "@"}};
+    std::vector<std::vector<std::string>> all = readers;
+    if (with_gen) {
+      all.push_back({"gen", "--op", "relu", "--shape", "8x8", "--provider", "replay", "--replay", "@"});
+      all.push_back({"worker", "--request", "@", "--response", dir + "/response.json"});
+    }
+    for (const auto& r : all)
+      for (const std::string& f : {fifo, std::string("/dev/zero"), link, sub}) {
+        invocation c{r, {}, 2, "special file"};
+        for (auto& a : c.args)
+          if (a == "@") a = f;
+        // The missing file beside it may be read first: either refusal names a path of this run.
+        c.names = f == sub || f == fifo || f == link ? f : "/dev/zero";
+        if (std::find(r.begin(), r.end(), dir + "/missing-baseline.json") != r.end() ||
+            std::find(r.begin(), r.end(), dir + "/missing-new.json") != r.end())
+          c.names.clear();
+        out.push_back(std::move(c));
+      }
+    if (with_tune) {
+      const std::string cache = dir + "/fifo-cache";
+      std::filesystem::create_directories(cache, ec);
+      mkfifo((cache + "/tuning.json").c_str(), 0644);
+      for (const char* sub_cmd : {"list", "show"})
+        out.push_back({{"cache", sub_cmd}, {{"KFORGE_CACHE_DIR", cache}}, 3, "special file", "tuning.json"});
+    }
+  }
   // 7. Mixed: two defects at once (the first one found decides the message; never exit 0).
   for (int i = 0; i < 30; ++i) {
     invocation c{{"run", "--op", pick(ops), "--shape", pick(bad_shapes), "--reps", pick(not_numbers)}, {}, 2, "mixed"};
@@ -358,7 +514,13 @@ int main(int argc, char** argv) {
   const std::string dir = (std::filesystem::temp_directory_path() / ("kforge-fuzz-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
   std::mt19937_64 rng(seed);
-  const std::vector<invocation> cases = all_cases(rng, with_vulkan, with_gen, with_tune, dir);
+  std::vector<invocation> cases = all_cases(rng, with_vulkan, with_gen, with_tune, dir);
+  const option_table table = read_option_table(tool);
+  if (table.commands.size() < 5 || table.problem_values.empty()) {
+    std::cerr << "cli_fuzz: '" << tool << " options' gave no option table\n";
+    return 1;
+  }
+  table_cases(table, cases, with_gen, with_tune);
 
   std::atomic<std::size_t> next{0};
   std::mutex m;

@@ -27,6 +27,9 @@ struct number_range {
   double hi = std::numeric_limits<double>::infinity();
   bool lo_open = false;  ///< lo itself is excluded (eps > 0)
   bool whole = false;
+  /// Used as an f32: checked as the f32 it becomes (1e-50 is 0 there, and
+  /// an f32 subnormal is refused too: a device may flush it to 0).
+  bool f32 = false;
 
   /// "a whole number >= 1", "a finite number > 0", "a number in [0, 2]"
   /// (a bound at f32's limit, 3.4e38, or at a whole number's, 2^62, goes
@@ -48,6 +51,11 @@ struct number_range {
   bool contains(double v) const {
     if (!std::isfinite(v)) return false;
     if (whole && v != std::floor(v)) return false;
+    if (f32) {
+      const float x = static_cast<float>(v);
+      if (!std::isfinite(x) || (x != 0 && std::fabs(x) < std::numeric_limits<float>::min())) return false;
+      v = x;
+    }
     return (lo_open ? v > lo : v >= lo) && v <= hi;
   }
 };
@@ -58,8 +66,8 @@ inline constexpr number_range positive{0, std::numeric_limits<double>::infinity(
 inline constexpr number_range non_negative{0, std::numeric_limits<double>::infinity(), false, false};
 inline constexpr number_range finite{};
 /// What a float parameter can hold: finite in f32 (alpha, beta, slope, scale), and > 0 (eps).
-inline constexpr number_range finite_f32{-3.4e38, 3.4e38, false, false};
-inline constexpr number_range positive_f32{0, 3.4e38, true, false};
+inline constexpr number_range finite_f32{-3.4e38, 3.4e38, false, false, true};
+inline constexpr number_range positive_f32{0, 3.4e38, true, false, true};
 inline constexpr number_range count{1, 1e9, false, true};             ///< reps, trials, layers: a whole number >= 1
 inline constexpr number_range whole_non_negative{0, 4611686018427387904.0, false, true};  ///< seeds, offsets: [0, 2^62]
 inline constexpr number_range any_whole{-4611686018427387904.0, 4611686018427387904.0, false, true};
@@ -87,6 +95,19 @@ inline bool parse_in_range(std::string_view text, const number_range& r, double&
   out = v;
   return true;
 }
+
+/// Why `text`, refused by r, is refused: ", which is 0 or subnormal as the
+/// f32 it is used as" where it lies in r as a double but not as an f32
+/// (1e-50 passes "> 0" as a double and is 0 as an f32; r's f32 bounds keep
+/// it from overflowing), and nothing otherwise.
+inline std::string f32_note(std::string_view text, const number_range& r) {
+  if (!r.f32) return "";
+  number_range as_double = r;
+  as_double.f32 = false;
+  double v = 0;
+  if (!parse_in_range(text, as_double, v)) return "";
+  return ", which is 0 or subnormal as the f32 it is used as (magnitude < 1.17549e-38)";
+}
 }  // namespace detail
 
 /// The number an option gives, checked against its range; argument_error
@@ -94,7 +115,8 @@ inline bool parse_in_range(std::string_view text, const number_range& r, double&
 inline double option_number(std::string_view name, std::string_view text, const number_range& r) {
   double v = 0;
   if (!detail::parse_in_range(text, r, v))
-    throw argument_error("kforge: --" + std::string(name) + " must be " + r.text() + ", got '" + std::string(text) + "'");
+    throw argument_error("kforge: --" + std::string(name) + " must be " + r.text() + ", got '" + std::string(text) + "'" +
+                         detail::f32_note(text, r));
   return v;
 }
 /// option_number for a whole number that must fit a long long.
@@ -118,7 +140,8 @@ inline double env_number(const char* name, const number_range& r, double fallbac
   if (!e || !*e) return fallback;
   double v = 0;
   if (!detail::parse_in_range(e, r, v))
-    throw env_var_error("kforge: " + std::string(name) + " must be " + r.text() + ", got '" + std::string(e) + "'");
+    throw env_var_error("kforge: " + std::string(name) + " must be " + r.text() + ", got '" + std::string(e) + "'" +
+                        detail::f32_note(e, r));
   return v;
 }
 /// An on/off variable: unset, empty or 0 is off, 1 is on, anything else an env_var_error.

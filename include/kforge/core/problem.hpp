@@ -63,7 +63,8 @@ inline shape parse_dims(std::string_view s) {
     const std::size_t j = s.find('x', i);
     const std::string_view part = s.substr(i, j == std::string_view::npos ? std::string_view::npos : j - i);
     if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string_view::npos)
-      throw argument_error("kforge: bad shape '" + std::string(s) + "' (expected dims separated by 'x', e.g. 64x48x40)");
+      throw argument_error("kforge: bad shape '" + std::string(s) +
+                           "' (expected dims separated by 'x', each a whole number of at most 12 digits, e.g. 64x48x40)");
     if (out.rank() == max_rank) throw argument_error("kforge: shape '" + std::string(s) + "' has more than 6 dims");
     out.push_back(std::stoll(std::string(part)));
     if (j == std::string_view::npos) break;

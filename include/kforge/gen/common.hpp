@@ -9,9 +9,12 @@
 #endif
 
 #include <simdjson.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
+#include <cstring>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "kforge/core/error.hpp"
+#include "kforge/core/file.hpp"
 #include "kforge/core/json.hpp"
 #include "kforge/validate/problem.hpp"
 
@@ -81,54 +85,43 @@ inline std::filesystem::path cache_root() {
 /// Where generation records live.
 inline std::filesystem::path records_dir() { return cache_root() / "generated"; }
 
-/// Writes text to path atomically: a unique temporary file in the same
-/// directory, then rename(), so readers never see half a record.
-inline void write_atomic(const std::filesystem::path& path, std::string_view text) {
-  static std::atomic<unsigned> counter{0};
+/// Writes text to path atomically (core/file.hpp's write_file_atomically:
+/// readers never see half a record; on ENOSPC and the like the temporary
+/// file is removed and cache_error names the file and the errno's text).
+inline void write_atomic(const std::filesystem::path& path, std::string_view text) { write_file_atomically(path, text); }
+
+/// Checks before any work that `dir` can take a new file (creates it, then
+/// writes, flushes and removes a probe file): `kforge gen` used to learn of
+/// an unwritable cache only after the model had answered and the gate had
+/// passed the kernel. Throws cache_error naming the directory and errno.
+inline void require_writable_dir(const std::filesystem::path& dir) {
   std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const auto tmp = path.parent_path() / (".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(counter++) + "-" +
-                                         path.filename().string());
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    if (!f) throw cache_error("kforge::gen: cannot write " + tmp.string());
-    f.write(text.data(), static_cast<std::streamsize>(text.size()));
-    f.flush();
-    if (!f) throw cache_error("kforge::gen: short write to " + tmp.string());
-  }
-  std::filesystem::rename(tmp, path, ec);
-  if (ec) {
-    std::filesystem::remove(tmp, ec);
-    throw cache_error("kforge::gen: cannot rename into " + path.string());
-  }
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw cache_error("kforge::gen: cannot create the record directory " + dir.string() + ": " + ec.message());
+  remove_orphan_temp_files(dir);
+  write_atomic(dir / ".write-probe", "kforge\n");
+  std::filesystem::remove(dir / ".write-probe", ec);
 }
 
-inline std::string read_text(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw cache_error("kforge::gen: cannot read " + path.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+/// A file of kforge::gen (a record, a verdict, a replay, the worker's
+/// request and answer) under the one rule for files kforge reads
+/// (core/file.hpp: a regular file within `limit`); cache_error when missing.
+inline std::string read_text(const std::filesystem::path& path, std::uintmax_t limit = file_limits::record,
+                             std::string_view what = "file") {
+  auto text = read_regular_file_if_exists(path, limit, what);
+  if (!text) throw cache_error("kforge::gen: cannot read " + path.string() + ": it does not exist");
+  return std::move(*text);
 }
 
 /// The largest kernel source read_kernel_source accepts (kforge's own kernels
 /// are 2-20 KiB).
-inline constexpr std::uintmax_t kernel_source_limit = std::uintmax_t{1} << 20;
+inline constexpr std::uintmax_t kernel_source_limit = file_limits::kernel_source;
 
 /// A user's kernel file: a regular file of at most kernel_source_limit bytes
 /// (not a device, FIFO or directory: `--kernel /dev/zero` would read
-/// forever), else argument_error saying which.
+/// forever), else file_error (an argument_error) saying which.
 inline std::string read_kernel_source(const std::filesystem::path& path) {
-  std::error_code ec;
-  const auto st = std::filesystem::status(path, ec);
-  if (ec || !std::filesystem::exists(st)) throw argument_error("kernel file '" + path.string() + "' does not exist");
-  if (!std::filesystem::is_regular_file(st))
-    throw argument_error("kernel file '" + path.string() + "' is not a regular file");
-  const auto size = std::filesystem::file_size(path, ec);
-  if (ec || size > kernel_source_limit)
-    throw argument_error("kernel file '" + path.string() + "' is " + (ec ? std::string("unreadable") : std::to_string(size) + " bytes") +
-                         "; the limit is " + std::to_string(kernel_source_limit) + " bytes");
-  return read_text(path);
+  return read_regular_file(path, kernel_source_limit, "kernel file");
 }
 
 /// The API key from KFORGE_LLM_API_KEY, else OPENAI_API_KEY ("" when unset).

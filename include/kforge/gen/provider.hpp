@@ -21,6 +21,8 @@
 
 #include <curl/curl.h>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -196,7 +198,7 @@ inline bool parse_chat_completion(const std::string& body, llm_response& r, std:
 class replay_provider : public provider {
  public:
   explicit replay_provider(std::string path) : path_(std::move(path)) {
-    const std::string text = read_text(path_);
+    const std::string text = read_text(path_, file_limits::record, "the replay file");
     std::size_t at = 0;
     while (at < text.size()) {
       std::size_t nl = text.find('\n', at);
@@ -259,8 +261,24 @@ struct openai_options {
   int max_retries = 4;         ///< after the first request, on 429 / 5xx / timeouts / connection errors
   long backoff_ms = 1000;      ///< first delay; doubles each retry
   long max_backoff_ms = 30000; ///< cap, also for Retry-After
-  long total_timeout_ms = 300000; ///< no retry starts past this much time since the first request
+  long total_timeout_ms = 300000; ///< the whole run's: no request starts, and none runs, past this much time since the first
+  std::size_t max_response_bytes = std::size_t{8} << 20;  ///< a body past this is cut off there (its first bytes kept)
 };
+
+/// A model server's URL: http:// or https:// only (libcurl would read
+/// file://, and speak ftp, gopher, smb...), with a host; argument_error otherwise.
+inline void check_server_url(const std::string& url, const std::string& from) {
+  std::string lower;
+  for (char c : url) lower += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const std::size_t scheme = lower.rfind("https://", 0) == 0 ? 8 : lower.rfind("http://", 0) == 0 ? 7 : 0;
+  if (scheme == 0)
+    throw argument_error("kforge::gen: " + from + " '" + url + "' is not an http:// or https:// URL (kforge asks model servers over HTTP only)");
+  if (url.size() == scheme || url[scheme] == '/' || url[scheme] == '?' || url[scheme] == '#')
+    throw argument_error("kforge::gen: " + from + " '" + url + "' names no host");
+  for (char c : url)
+    if (static_cast<unsigned char>(c) <= 0x20 || c == 0x7f)
+      throw argument_error("kforge::gen: " + from + " holds a space or control character; a URL has none");
+}
 
 class openai_provider : public provider {
  public:
@@ -269,8 +287,10 @@ class openai_provider : public provider {
       const char* v = std::getenv(n);
       return v && *v ? v : "";
     };
-    if (o_.base_url.empty()) o_.base_url = env("KFORGE_LLM_BASE_URL");
-    if (o_.base_url.empty()) o_.base_url = "https://api.openai.com/v1";
+    std::string from = "--base-url";
+    if (o_.base_url.empty()) o_.base_url = env("KFORGE_LLM_BASE_URL"), from = "KFORGE_LLM_BASE_URL";
+    if (o_.base_url.empty()) o_.base_url = "https://api.openai.com/v1", from = "the default URL";
+    check_server_url(o_.base_url, from);
     while (!o_.base_url.empty() && o_.base_url.back() == '/') o_.base_url.pop_back();
     if (o_.model.empty()) o_.model = env("KFORGE_LLM_MODEL");
     if (o_.model.empty()) o_.model = "gpt-4o";
@@ -288,16 +308,35 @@ class openai_provider : public provider {
     const std::string body = req.to_json();
     const std::string url = o_.base_url + "/chat/completions";
     const auto t0 = std::chrono::steady_clock::now();
+    if (!run_start_) run_start_ = t0;  // the total limit is the run's, from its first request
+    auto spent_ms = [&] {
+      return static_cast<long>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - *run_start_).count());
+    };
     llm_response r;
     r.model = req.model;
     const std::vector<std::string> secrets{o_.api_key};
     for (int attempt = 0; attempt <= o_.max_retries; ++attempt) {
-      http_result h = post(url, body);
+      const long left = o_.total_timeout_ms - spent_ms();
+      if (left <= 0) {
+        r.error = url + ": the run's total limit of " + std::to_string(o_.total_timeout_ms) + " ms (--total-timeout-ms) has passed" +
+                  (r.attempts ? " after " + std::to_string(r.attempts) + " requests" : std::string(" before this sample's request"));
+        r.fatal = true;
+        break;
+      }
+      http_result h = post(url, body, std::min(o_.timeout_ms, left));
       ++r.attempts;
       r.http_status = static_cast<int>(h.status);
       r.raw = redact(h.body, secrets);
       std::string line = "attempt " + std::to_string(attempt + 1) + ": ";
       bool retry = false;
+      if (h.truncated) {
+        line += "the response passed the " + std::to_string(o_.max_response_bytes) + "-byte cap and was cut off there";
+        r.error = url + ": " + line;
+        r.fatal = true;  // the same request would give the same body
+        r.attempt_log.push_back(line);
+        break;
+      }
       if (h.curl != CURLE_OK) {
         line += std::string("transport error: ") + curl_easy_strerror(h.curl);
         // Worth another try: the server was reached or may come back (a
@@ -333,8 +372,7 @@ class openai_provider : public provider {
       }
       long delay = std::min(o_.max_backoff_ms, o_.backoff_ms << std::min(attempt, 20));
       if (h.retry_after_s >= 0) delay = std::min(o_.max_backoff_ms, std::max(delay, h.retry_after_s * 1000));
-      const auto spent =
-          std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+      const long spent = spent_ms();
       if (spent + delay > o_.total_timeout_ms) {
         r.error = url + ": gave up after " + std::to_string(r.attempts) + " requests in " + std::to_string(spent) +
                   " ms (the next retry would pass the total limit of " + std::to_string(o_.total_timeout_ms) +
@@ -353,10 +391,19 @@ class openai_provider : public provider {
     long status = 0;
     std::string body;
     long retry_after_s = -1;
+    std::size_t cap = 0;
+    bool truncated = false;
   };
   static std::size_t on_body(char* p, std::size_t size, std::size_t n, void* user) {
-    static_cast<std::string*>(user)->append(p, size * n);
-    return size * n;
+    auto* h = static_cast<http_result*>(user);
+    const std::size_t bytes = size * n;
+    if (h->body.size() + bytes > h->cap) {
+      h->body.append(p, h->cap - h->body.size());  // the cap's worth is kept (and recorded)
+      h->truncated = true;
+      return 0;  // libcurl stops with CURLE_WRITE_ERROR
+    }
+    h->body.append(p, bytes);
+    return bytes;
   }
   static std::size_t on_header(char* p, std::size_t size, std::size_t n, void* user) {
     std::string h(p, size * n);
@@ -369,8 +416,9 @@ class openai_provider : public provider {
     }
     return size * n;
   }
-  http_result post(const std::string& url, const std::string& body) const {
+  http_result post(const std::string& url, const std::string& body, long timeout_ms) const {
     http_result h;
+    h.cap = o_.max_response_bytes;
     CURL* c = curl_easy_init();
     if (!c) {
       h.curl = CURLE_FAILED_INIT;
@@ -386,10 +434,16 @@ class openai_provider : public provider {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE, static_cast<long>(body.size()));
     curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &on_body);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &h.body);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &h);
+    // HTTP and HTTPS only, redirects included (none is followed: FOLLOWLOCATION
+    // stays off), so no URL makes libcurl read a local file or speak another protocol.
+    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
+    curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, static_cast<curl_off_t>(o_.max_response_bytes));
     curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &on_header);
     curl_easy_setopt(c, CURLOPT_HEADERDATA, &h.retry_after_s);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, o_.timeout_ms);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, timeout_ms);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, o_.connect_timeout_ms);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_USERAGENT, "kforge-gen/0.1");
@@ -400,6 +454,7 @@ class openai_provider : public provider {
     return h;
   }
   openai_options o_;
+  std::optional<std::chrono::steady_clock::time_point> run_start_;
 };
 
 }  // namespace kforge::gen

@@ -30,6 +30,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <iostream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -255,9 +256,18 @@ inline sandbox_result run_sandboxed(const std::vector<problem>& shapes, const st
 /// leaves with _exit (a lost device may still be running the kernel; no
 /// destructor must wait for it). Returns only on a usage error.
 inline int worker_main(const std::string& request_path, const std::string& response_path) {
-  std::string answer;
+  std::string answer, request;
   try {
-    const json_doc doc(read_text(request_path), "the worker request");
+    request = read_text(request_path, file_limits::request, "the worker request");
+  } catch (const std::exception& e) {  // not a readable regular file: nothing to judge
+    std::string m = e.what();
+    for (const char* prefix : {"kforge: ", "kforge::gen: "})
+      if (m.rfind(prefix, 0) == 0) m = m.substr(std::string_view(prefix).size());
+    std::cerr << "kforge: " << m << "\n";
+    return 2;
+  }
+  try {
+    const json_doc doc(request, "the worker request");
     const auto root = doc.root();
     std::vector<problem> shapes;
     simdjson::dom::array arr;

@@ -54,7 +54,7 @@ struct attention_traits : traits_base<attention_traits> {
     static constexpr cli_option opts[] = {
         {"causal", "", "causal mask: query i sees keys j <= i", [](problem& p, std::string_view) { p.causal = true; }},
         {"scale", "S", "score scale (default 1/sqrt(D))",
-         [](problem& p, std::string_view v) { p.scale = static_cast<float>(option_number("scale", v, number_ranges::finite_f32)); }},
+         [](problem& p, std::string_view v) { p.scale = static_cast<float>(option_number("scale", v, number_range{0, 3.4e38, false, false, true})); }},
         {"layout", "bhsd|bshd", "attention: Q, K, V, O as [B,H,S,D] (default) or [B,S,H,D]",
          [](problem& p, std::string_view v) {
            if (v != "bhsd" && v != "bshd")

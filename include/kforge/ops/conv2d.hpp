@@ -63,7 +63,7 @@ inline conv2d_dims make_conv2d_dims(int sh, int sw, int ph, int pw, int dh, int 
     throw shape_error("kforge::conv2d: channels C=" + std::to_string(d.c) + " and filters K=" + std::to_string(d.k) +
                       " must both be divisible by groups=" + std::to_string(groups));
   expect_shape("conv2d", "w", shape{d.k, d.c / groups, d.r, d.s}, w);
-  const index_t eh = d.h + 2 * ph - dh * (d.r - 1) - 1, ew = d.w + 2 * pw - dw * (d.s - 1) - 1;
+  const index_t eh = d.h + 2 * index_t{ph} - dh * (d.r - 1) - 1, ew = d.w + 2 * index_t{pw} - dw * (d.s - 1) - 1;  // pad up to 2^30: no int overflow
   if (eh < 0 || ew < 0)
     throw shape_error("kforge::conv2d: filter " + w.str() + " with dilation does not fit input " + x.str() +
                       " with padding");

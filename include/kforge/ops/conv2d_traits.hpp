@@ -35,8 +35,13 @@ struct conv2d_traits : traits_base<conv2d_traits> {
   static void pair(std::string_view option, std::string_view v, int (&out)[2], double lo) {
     const number_range r{lo, 1 << 30, false, true};
     const auto x = v.find('x');
-    out[0] = static_cast<int>(option_integer(option, v.substr(0, x), r));
-    out[1] = x == std::string_view::npos ? out[0] : static_cast<int>(option_integer(option, v.substr(x + 1), r));
+    double a = 0, b = 0;
+    if (!detail::parse_in_range(v.substr(0, x), r, a) ||
+        (x != std::string_view::npos && !detail::parse_in_range(v.substr(x + 1), r, b)))
+      throw argument_error("kforge: --" + std::string(option) + " must be N or NxN, each " + r.text() + ", got '" +
+                           std::string(v) + "'");
+    out[0] = static_cast<int>(a);
+    out[1] = x == std::string_view::npos ? out[0] : static_cast<int>(b);
   }
   static std::span<const cli_option> options() {
     static constexpr cli_option opts[] = {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "kforge/core/file.hpp"
 #include "kforge/tune/common.hpp"
 #include "kforge/validate/problem.hpp"
 
@@ -136,47 +137,24 @@ inline std::optional<cache_entry> entry_from(simdjson::dom::element el, std::str
   return e;
 }
 
-inline std::string read_file(const std::filesystem::path& p, bool& exists) {
-  std::ifstream f(p, std::ios::binary);
-  exists = static_cast<bool>(f);
-  if (!f) return "";
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+/// A cache file under the rule for every file kforge reads (core/file.hpp):
+/// missing is `exists = false`; a directory, FIFO or device, or a file over
+/// the limit, is a cache_error naming the path.
+inline std::string read_file(const std::filesystem::path& p, bool& exists,
+                             std::uintmax_t limit = file_limits::tuning_cache) {
+  std::optional<std::string> text;
+  try {
+    text = read_regular_file_if_exists(p, limit, "the cache file");
+  } catch (const file_error& e) {
+    throw cache_error(e.what());
+  }
+  exists = text.has_value();
+  return text ? std::move(*text) : std::string();
 }
 
-/// Writes `text` to `path` atomically: temporary file in the same directory,
-/// fsync, rename, fsync of the directory.
-inline void write_atomically(const std::filesystem::path& path, const std::string& text) {
-  std::random_device rd;
-  const std::filesystem::path tmp =
-      path.string() + ".tmp-" + std::to_string(::getpid()) + "-" + std::to_string(rd() & 0xffffff);
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw cache_error("kforge::tune: cannot write " + tmp.string() + ": " + std::strerror(errno));
-  std::size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const std::string why = std::strerror(errno);
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw cache_error("kforge::tune: cannot write " + tmp.string() + ": " + why);
-    }
-    off += static_cast<std::size_t>(w);
-  }
-  ::fsync(fd);
-  ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
-    const std::string why = std::strerror(errno);
-    ::unlink(tmp.c_str());
-    throw cache_error("kforge::tune: cannot replace " + path.string() + ": " + why);
-  }
-  if (const int dfd = ::open(path.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
-}
+/// Writes `text` to `path` atomically (core/file.hpp: temporary file, fsync,
+/// rename, fsync of the directory; the temporary file removed on failure).
+inline void write_atomically(const std::filesystem::path& path, const std::string& text) { write_file_atomically(path, text); }
 
 /// flock() on <dir>/<name>, held for the object's lifetime.
 class file_lock {
@@ -285,16 +263,25 @@ class tuning_cache {
 
   /// Removes entries (all, or those whose device contains `device_filter`);
   /// returns how many.
+  /// Works on a full file system: the exports go first (freeing their
+  /// space), and clearing everything removes tuning.json rather than
+  /// writing an empty one.
   std::size_t clear(std::string_view device_filter = "") {
     if (!std::filesystem::exists(dir_)) return 0;
+    ensure_dir();
     detail::file_lock lock(dir_ / "tuning.lock");
     std::vector<cache_entry> es = load_locked(), kept;
     for (auto& e : es)
       if (!device_filter.empty() && e.key.device.find(device_filter) == std::string::npos) kept.push_back(e);
     const std::size_t removed = es.size() - kept.size();
-    write_locked(kept);
     std::error_code ec;
     std::filesystem::remove_all(dir_ / "best", ec);
+    if (kept.empty()) {
+      if (!std::filesystem::remove(file(), ec) && ec)
+        throw cache_error("kforge::tune: cannot remove " + file().string() + ": " + ec.message());
+    } else {
+      write_locked(kept);
+    }
     for (const auto& e : kept) export_locked(kept, e.key.device);
     return removed;
   }
@@ -305,23 +292,48 @@ class tuning_cache {
     std::string device, op, dtype, shape, bucket, strategy, candidate, config_json, status, note;
     double median_s = -1, seconds = 0;
   };
+  /// The rows go in one write() under the lock, so a reader never sees
+  /// half a row; a write that fails part-way (ENOSPC) is cut back to the
+  /// file's previous end and reported (cache_error), never left torn.
   void append_history(const std::vector<history_row>& rows) {
     ensure_dir();
     detail::file_lock lock(dir_ / "tuning.lock");
-    const bool fresh = !std::filesystem::exists(history_file());
-    std::ofstream f(history_file(), std::ios::app);
-    if (!f) throw cache_error("kforge::tune: cannot append to " + history_file().string());
-    if (fresh) f << "time,device,op,dtype,shape,bucket,strategy,candidate,config,status,median_s,seconds,note\n";
+    std::string text;
     const std::string now = utc_now();
     for (const auto& r : rows) {
       char nums[64];
       std::snprintf(nums, sizeof nums, "%.9g,%.6f", r.median_s, r.seconds);
-      f << now << ',' << detail::csv_field(r.device) << ',' << r.op << ',' << r.dtype << ',' << r.shape << ','
-        << r.bucket << ',' << r.strategy << ',' << detail::csv_field(r.candidate) << ','
-        << detail::csv_field(r.config_json) << ',' << r.status << ',' << nums << ',' << detail::csv_field(r.note)
-        << '\n';
+      text += now + ',' + detail::csv_field(r.device) + ',' + r.op + ',' + r.dtype + ',' + r.shape + ',' + r.bucket + ',' +
+              r.strategy + ',' + detail::csv_field(r.candidate) + ',' + detail::csv_field(r.config_json) + ',' + r.status +
+              ',' + nums + ',' + detail::csv_field(r.note) + '\n';
     }
-    if (!f) throw cache_error("kforge::tune: cannot append to " + history_file().string());
+    const std::string path = history_file().string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd < 0) throw cache_error("kforge::tune: cannot append to " + path + ": " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+      ::close(fd);
+      throw cache_error("kforge::tune: " + path + " is not a regular file");
+    }
+    if (st.st_size == 0) text = "time,device,op,dtype,shape,bucket,strategy,candidate,config,status,median_s,seconds,note\n" + text;
+    std::size_t off = 0;
+    int err = 0;
+    while (off < text.size()) {
+      const ssize_t w = ::write(fd, text.data() + off, text.size() - off);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) {
+        err = w < 0 ? errno : ENOSPC;
+        break;
+      }
+      off += static_cast<std::size_t>(w);
+    }
+    if (err) {
+      const bool cut = ::ftruncate(fd, st.st_size) == 0;  // no torn row stays
+      ::close(fd);
+      throw cache_error("kforge::tune: cannot append " + std::to_string(rows.size()) + " rows to " + path + ": " +
+                        std::strerror(err) + (cut ? " (nothing of them was kept)" : " (and the partial row could not be cut off)"));
+    }
+    if (::close(fd) != 0) throw cache_error("kforge::tune: cannot append to " + path + ": " + std::strerror(errno));
   }
 
  private:
@@ -329,7 +341,13 @@ class tuning_cache {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw cache_error("kforge::tune: cannot create cache directory " + dir_.string() + ": " + ec.message());
+    if (!orphans_cleared_) {  // once per object: what killed writers left (tuning.json.tmp-PID-N)
+      remove_orphan_temp_files(dir_);
+      remove_orphan_temp_files(dir_ / "best");
+      orphans_cleared_ = true;
+    }
   }
+  bool orphans_cleared_ = false;
   void warn(std::string w) {
     warnings_.push_back(w);
     if (on_warning) on_warning(w);

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "kforge/core/file.hpp"
 #include "kforge/vulkan/error.hpp"
 #include "kforge/vulkan/spirv/checker.hpp"
 
@@ -55,24 +56,29 @@ inline std::string hex64(std::uint64_t v) {
   std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
   return buf;
 }
-/// Writes bytes to path atomically (temporary file, then rename).
+/// Writes bytes to path atomically (core/file.hpp: temporary file removed on
+/// failure, then rename; not fsynced: a lost cache file is rebuilt); false
+/// when it could not be written.
 inline bool write_atomic(const std::filesystem::path& path, const void* data, std::size_t n) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
-  const auto tmp = path.string() + ".tmp" + std::to_string(fnv1a(std::to_string(reinterpret_cast<std::uintptr_t>(&n))));
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return false;
-    f.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
-    if (!f) return false;
+  try {
+    write_file_atomically(path, std::string_view(static_cast<const char*>(data), n), false);
+    return true;
+  } catch (const cache_error&) {
+    return false;
   }
-  std::filesystem::rename(tmp, path, ec);
-  return !ec;
 }
+/// A binary cache file (SPIR-V, the pipeline cache) under the rule for
+/// every file kforge reads (core/file.hpp); anything it refuses — missing,
+/// not a regular file, too large, unreadable — is a cache miss: these
+/// caches are kforge's own and rebuilt from the source.
 inline std::vector<char> read_file(const std::filesystem::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) return {};
-  return std::vector<char>(std::istreambuf_iterator<char>(f), {});
+  try {
+    const auto text = read_regular_file_if_exists(path, file_limits::binary_cache, "the shader cache file");
+    if (!text) return {};
+    return std::vector<char>(text->begin(), text->end());
+  } catch (const file_error&) {
+    return {};
+  }
 }
 }  // namespace detail
 
@@ -105,7 +111,12 @@ struct compiler_stats {
 
 class shader_compiler {
  public:
-  explicit shader_compiler(std::filesystem::path dir) : dir_(std::move(dir)) { init_glslang(); }
+  explicit shader_compiler(std::filesystem::path dir) : dir_(std::move(dir)) {
+    init_glslang();
+    // What writers killed mid-write left behind (core/file.hpp).
+    remove_orphan_temp_files(dir_ / "spirv");
+    remove_orphan_temp_files(dir_ / "pipeline");
+  }
 
   /// SPIR-V for a variant: from memory, from disk, or compiled now. A
   /// variant that carries its SPIR-V is structurally checked once instead.
