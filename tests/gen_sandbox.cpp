@@ -743,6 +743,38 @@ void main() {
   CHECK(clears.reason.find("held-out shape") != std::string::npos);
 }
 
+TEST_CASE("sandbox: a div kernel that flushes subnormal inputs on purpose is rejected where the device keeps them") {
+  KGT_NEED_VULKAN();
+  bool flushes = true;
+  try {
+    vulkan::context ctx;
+    flushes = vulkan::flushes_subnormals(ctx);
+    MESSAGE("subnormals on " << ctx.info().name << ": " << std::string(flushes ? "flushed" : "kept"));
+  } catch (const vulkan::no_device&) {
+    return;
+  }
+  const problem p = shape_of("div", "7x33");
+  const std::string own = gen::template_source(p);
+  const auto ok = gate_of(p, own);
+  INFO(ok.reason << "\n" << ok.log_tail);
+  CHECK(ok.accepted);
+  CHECK(ok.gate_json.find(flushes ? "\"subnormals\":\"flushed by the device" : "\"subnormals\":\"kept by the device") !=
+        std::string::npos);
+  const auto ftz = gate_of(p, replaced(own, "float kf_div(float a, float b) { return",
+                                       "float kf_ftz(float v) {  // a zero of v's sign (v * 0.0 may fold to +0)\n"
+                                       "  return abs(v) < 1.17549435e-38 ? uintBitsToFloat(floatBitsToUint(v) & 0x80000000u) : v;\n"
+                                       "}\n"
+                                       "float kf_div(float a, float b) { a = kf_ftz(a); b = kf_ftz(b); return"));
+  INFO(ftz.reason);
+  if (flushes) {
+    CHECK(ftz.accepted);  // what the device itself computes
+  } else {
+    CHECK_FALSE(ftz.accepted);
+    CHECK(ftz.stage == "validation");
+    CHECK(ftz.reason.find("case 'subnormal'") != std::string::npos);
+  }
+}
+
 TEST_CASE("sandbox: lavapipe's loop limit does not reject a correct kernel; a wrong one is still rejected") {
   KGT_NEED_VULKAN();
   // One invocation per row, three passes over 32000 columns: 96000 loop

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <set>
 
@@ -130,6 +131,36 @@ TEST_CASE("a candidate that throws fails with the message recorded") {
   CHECK(r.to_json().find("\"error\":\"no such device\"") != std::string::npos);
 }
 
+TEST_CASE("stop_at_first_failure: the gate's verdict on a wrong kernel ends at its first failing case") {
+  const problem p = make("reduce_max", "7x33");
+  int calls = 0;
+  auto from_zero = [&calls](const problem& q, std::vector<host_tensor>& ts) {
+    ++calls;
+    reference(q, ts);
+    for (index_t i = 0; i < ts[1].span(); ++i)
+      if (ts[1].get(i) < 0) ts[1].set(i, 0.0f);  // max(0, ...): wrong in the negative_rows case and others
+  };
+  const report whole = validate(p, from_zero);
+  const int whole_calls = calls;
+  REQUIRE_FALSE(whole.all_passed);
+  calls = 0;
+  suite_options o;
+  o.stop_at_first_failure = true;
+  const report first = validate(p, from_zero, o);
+  CHECK_FALSE(first.all_passed);
+  REQUIRE(!first.cases.empty());
+  CHECK_FALSE(first.cases.back().passed);
+  for (std::size_t i = 0; i + 1 < first.cases.size(); ++i) CHECK(first.cases[i].passed);
+  CHECK(calls == static_cast<int>(first.cases.size()));
+  CHECK(calls < whole_calls);
+  CHECK(first.note.find("stopped at the first failing case (" + first.cases.back().name + ")") != std::string::npos);
+  // A right kernel runs every case either way.
+  calls = 0;
+  auto right = [&calls](const problem& q, std::vector<host_tensor>& ts) { ++calls, reference(q, ts); };
+  CHECK(validate(p, right, o).all_passed);
+  CHECK(calls == whole_calls);
+}
+
 TEST_CASE("unsupported dtype and unknown names are typed errors") {
   problem p = make("softmax", "3x5");
   p.type = dtype::f64;
@@ -150,6 +181,7 @@ struct attention_kernel {
   bool round_p = false, drop_key = false, skip_row = false;
   bool no_shift = false;     ///< exp(s) in f32 without subtracting the row max
   bool masked_max = false;   ///< the row max taken over every key, masked ones too
+  bool max_from_zero = false;  ///< the running max started at 0 instead of -Inf
   index_t mask_shift = 0;
   void operator()(const problem& p, std::vector<host_tensor>& ts) const {
     const index_t b = p.dims[0], h = p.dims[1], s = p.dims[2], d = p.dims[3];
@@ -181,6 +213,7 @@ struct attention_kernel {
               mx = std::max(mx, static_cast<double>(static_cast<float>(dot * scale)));
             }
           if (no_shift) mx = 0;
+          if (max_from_zero) mx = std::max(mx, 0.0);
           double sum = 0;
           for (auto& x : sc) sum += (x = no_shift ? std::exp(static_cast<float>(x)) : static_cast<float>(std::exp(x - mx)));
           for (index_t e = 0; e < d; ++e) {
@@ -379,6 +412,26 @@ TEST_CASE("overflow: softmax without the max shift fails; attention without it, 
   }
 }
 
+TEST_CASE("negative rows: attention whose running max starts at 0 fails (every visible score far below exp's underflow)") {
+  // Scores at the problem's scale in [-234, -150]: exp(s - 0) is 0 for every
+  // key, exp(s - max) is 1 for the best one. Causal and not, GQA, an explicit
+  // scale, f16 and f32.
+  for (const char* shp : {"1x2x9x16", "2x4x7x16,11x2", "1x1x5x64"}) {
+    for (bool causal : {false, true}) {
+      for (dtype t : {dtype::f32, dtype::f16}) {
+        problem a = make("attention", shp, t);
+        a.causal = causal;
+        if (std::string(shp) == "1x1x5x64") a.scale = 0.05f;
+        CAPTURE(describe(a));
+        CHECK(validate(a, executor(attention_kernel{})).all_passed);
+        attention_kernel from_zero;
+        from_zero.max_from_zero = true;
+        CHECK(failed(validate(a, executor(from_zero))).count("negative_rows"));
+      }
+    }
+  }
+}
+
 TEST_CASE("zeros meet specials: a gemm that skips zero weights (Inf*0 -> 0, not NaN) fails") {
   const problem p = make("gemm", "17x33x40");
   auto gemm = [](bool skip_zeros) {
@@ -454,6 +507,16 @@ TEST_CASE("subnormal: a copy that flushes fails; a(1/b) on a flushing device fai
   };
   CHECK(failed(validate(div, reciprocal)).count("subnormal"));
   CHECK(validate(div, flushing_div).all_passed);  // a device may flush: a correct a / b there passes
+  // On a device that keeps subnormals (the gate asks vulkan::flushes_subnormals),
+  // the same kernel flushes them on purpose: wrong, in the subnormal case only;
+  // a kernel that keeps them passes there.
+  suite_options keeps;
+  keeps.allow_flushed_inputs = false;
+  const report on_keeping = validate(div, flushing_div, keeps);
+  CHECK(failed(on_keeping) == std::set<std::string>{"subnormal"});
+  CHECK(validate(div, [](const problem&, std::vector<host_tensor>& ts) {
+          for (index_t i = 0; i < ts[2].span(); ++i) ts[2].set(i, ts[0].get(i) / ts[1].get(i));
+        }, keeps).all_passed);
   const problem relu = make("relu", "7x33");
   CHECK(validate(relu, [](const problem&, std::vector<host_tensor>& ts) {
           for (index_t i = 0; i < ts[1].span(); ++i) ts[1].set(i, ftz(std::max(ftz(ts[0].get(i)), 0.0f)));
@@ -482,6 +545,68 @@ TEST_CASE("tolerances: a sigmoid wrong in its tail and a softmax missing terms o
   const report r = validate(sm, drops_terms);
   CHECK(failed(r).count("uniform"));
   CHECK(failed(r).count("normal"));
+}
+
+TEST_CASE("tolerances: correct f32 softmax kernels of 32000 columns pass whatever order they sum in") {
+  // The normaliser is a sum of 32000 terms; each order rounds differently
+  // (in order, reversed, a tree, 32 strided lanes then a tree, chunks of
+  // 256 then their sums, online with a running max). All are correct
+  // kernels: the tolerance must hold every one (issue 61: a sequential sum
+  // was off by 2.3e-4 relative in the sparse case and was rejected).
+  const problem sm = make("softmax", "3x32000");
+  enum class order { forward, reverse, tree, lanes, chunks, online };
+  auto kernel = [](order o) {
+    return [o](const problem& q, std::vector<host_tensor>& ts) {
+      rows_of(q, ts, [o](const std::vector<float>& x, std::vector<float>& y, std::vector<host_tensor>&) {
+        const float nan = std::numeric_limits<float>::quiet_NaN();
+        bool bad = false;
+        float m = -std::numeric_limits<float>::infinity();
+        for (float v : x) bad = bad || std::isnan(v), m = std::max(m, v);
+        if (bad || std::isinf(m)) return std::fill(y.begin(), y.end(), nan);
+        std::vector<float> e(x.size());
+        for (std::size_t j = 0; j < x.size(); ++j) e[j] = std::exp(x[j] - m);
+        const std::function<float(std::size_t, std::size_t)> tree = [&](std::size_t a, std::size_t b) -> float {
+          return b - a == 1 ? e[a] : tree(a, a + (b - a) / 2) + tree(a + (b - a) / 2, b);
+        };
+        float s = 0;
+        switch (o) {
+          case order::forward: for (float v : e) s += v; break;
+          case order::reverse: for (auto it = e.rbegin(); it != e.rend(); ++it) s += *it; break;
+          case order::tree: s = tree(0, e.size()); break;
+          case order::lanes: {
+            std::vector<float> lane(32, 0.0f);
+            for (std::size_t j = 0; j < e.size(); ++j) lane[j % 32] += e[j];
+            for (std::size_t w = 16; w > 0; w /= 2)
+              for (std::size_t l = 0; l < w; ++l) lane[l] += lane[l + w];
+            s = lane[0];
+            break;
+          }
+          case order::chunks:
+            for (std::size_t j0 = 0; j0 < e.size(); j0 += 256) {
+              float c = 0;
+              for (std::size_t j = j0; j < std::min(e.size(), j0 + 256); ++j) c += e[j];
+              s += c;
+            }
+            break;
+          case order::online: {
+            float mo = -std::numeric_limits<float>::infinity();
+            for (float v : x) {
+              if (v > mo) s = s * std::exp(mo - v) + 1.0f, mo = v;
+              else s += std::exp(v - mo);
+            }
+            break;
+          }
+        }
+        for (std::size_t j = 0; j < x.size(); ++j) y[j] = e[j] / s;
+      });
+    };
+  };
+  for (order o : {order::forward, order::reverse, order::tree, order::lanes, order::chunks, order::online}) {
+    const report r = validate(sm, kernel(o));
+    INFO("order " << static_cast<int>(o) << ": " << r.to_json().substr(0, 600));
+    MESSAGE("softmax 3x32000, order " << static_cast<int>(o) << ": max rel err " << r.max_rel_err);
+    CHECK(r.all_passed);
+  }
 }
 
 TEST_CASE("contract semantics: embedding's bad ids arrive only for contract kernels; a clamping kernel fails") {

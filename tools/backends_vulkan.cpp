@@ -145,12 +145,16 @@ void register_vulkan(std::vector<policy_entry>& out) {
   }
   out.push_back(std::move(e));
 }
+bool device_failure(const std::exception& e) {
+  return dynamic_cast<const vulkan::device_lost*>(&e) != nullptr || dynamic_cast<const vulkan::out_of_memory*>(&e) != nullptr;
+}
 std::string vulkan_text() { return vulkan::devices_text(); }
 std::string vulkan_json() { return vulkan::devices_json(); }
 #else
 std::string vulkan_problem() { return "kforge was built without Vulkan (kforge::vulkan)"; }
 void register_vulkan(std::vector<policy_entry>&) {}
 void check_env_vulkan() {}
+bool device_failure(const std::exception&) { return false; }
 std::string vulkan_text() { return ""; }
 std::string vulkan_json() { return ""; }
 #endif

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <exception>
 #include <limits>
 #include <cstdio>
 #include <set>
@@ -440,10 +441,25 @@ std::string throughput(const problem& p, double seconds, double* value, std::str
   return buf;
 }
 
+report validate_on_device(const problem& p, const executor& candidate, const suite_options& o) {
+  std::exception_ptr device;
+  const executor watched = [&](const problem& q, std::vector<host_tensor>& ts) {
+    try {
+      candidate(q, ts);
+    } catch (const std::exception& e) {
+      if (device_failure(e) && !device) device = std::current_exception();
+      throw;
+    }
+  };
+  report r = validate(p, watched, o);
+  if (device) std::rethrow_exception(device);  // the device failed, not the kernel: exit 3 (main)
+  return r;
+}
+
 single_check check_once(const policy_entry& e, const problem& p, std::vector<host_tensor>& ts) {
   suite_options o;
   o.cases = {input_case::normal};
-  const report r = validate(p, e.execute, o);
+  const report r = validate_on_device(p, e.execute, o);
   if (!r.cases.empty() && !r.cases[0].error.empty()) throw kforge::error(r.cases[0].error);
   generate_inputs(p, input_case::normal, o.seed, ts);
   return {r.all_passed, r.max_abs_err, r.max_rel_err};

@@ -145,6 +145,11 @@ std::string transfer_text(const gpu_times& g);
 std::string throughput(const problem& p, double seconds, double* value = nullptr, std::string* unit = nullptr);
 
 /// Inputs from the normal distribution, and the max error against Eigen of one run.
+/// validate(), except that a device failure (device_failure: lost, timed
+/// out, out of memory) inside a case is rethrown as itself once the suite
+/// returns, rather than recorded as a failing case: it is the machine's
+/// problem (exit 3), not the kernel's (exit 1).
+report validate_on_device(const problem& p, const executor& candidate, const suite_options& o = {});
 struct single_check {
   bool passed;
   double max_abs_err, max_rel_err;

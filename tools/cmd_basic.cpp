@@ -73,7 +73,7 @@ int cmd_validate(const args& a) {
   const chosen_policy chosen = choose_policy(a.get("policy").value_or(default_policy()), p);
   const policy_entry& e = chosen.entry;
   require_device_memory(p, e);
-  const report r = validate(p, e.execute, o);
+  const report r = validate_on_device(p, e.execute, o);
   if (a.has("json")) {
     std::string j = r.to_json();
     if (chosen.autotune) j.insert(1, "\"autotune\":" + chosen.autotune->json() + ",");  // the report's own object, one key more

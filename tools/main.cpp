@@ -254,7 +254,7 @@ int main(int argc, char** argv) {
     return environment;
   } catch (const kforge::error& e) {
     std::cerr << one_line(e.what());
-    return failed;
+    return device_failure(e) ? environment : failed;  // a lost or timed-out device is not a failed validation
   } catch (const std::exception& e) {
     std::cerr << one_line(e.what());
     return environment;

@@ -3,6 +3,8 @@
 // rebuilds one file.
 #pragma once
 
+#include <exception>
+
 #include <functional>
 #include <string>
 #include <vector>
@@ -52,6 +54,9 @@ std::string vulkan_text();
 std::string vulkan_json();
 /// Why Vulkan cannot be used ("" when it can).
 std::string vulkan_problem();
+/// Whether e is the device failing, not the input: a lost device, a wait
+/// past KFORGE_VK_TIMEOUT_MS, device memory exhausted (the tool's exit 3).
+bool device_failure(const std::exception& e);
 /// Read every KFORGE_* variable the library reads for the CPU backend, the
 /// Vulkan backend and the tuner, so that one outside its range is an
 /// env_var_error before a command starts (exit 2), not a failure inside it.

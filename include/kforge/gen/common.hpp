@@ -120,8 +120,37 @@ inline constexpr std::uintmax_t kernel_source_limit = file_limits::kernel_source
 /// A user's kernel file: a regular file of at most kernel_source_limit bytes
 /// (not a device, FIFO or directory: `--kernel /dev/zero` would read
 /// forever), else file_error (an argument_error) saying which.
+/// GLSL is text: a NUL byte, another control character than tab, CR, LF or
+/// form feed, or a byte sequence that is not UTF-8 is refused with a
+/// file_error naming the file, the byte and its offset (a binary file used to
+/// reach the worker and come back as "the worker request is not valid JSON").
 inline std::string read_kernel_source(const std::filesystem::path& path) {
-  return read_regular_file(path, kernel_source_limit, "kernel file");
+  std::string text = read_regular_file(path, kernel_source_limit, "kernel file");
+  auto refuse = [&](std::size_t at, const char* what) {
+    char b[160];
+    std::snprintf(b, sizeof b, " is not GLSL text: %s (byte 0x%02x at offset %zu)", what,
+                  static_cast<unsigned>(static_cast<unsigned char>(text[at])), at);
+    throw file_error("kforge: kernel file '" + path.string() + "'" + b);
+  };
+  for (std::size_t i = 0; i < text.size();) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c == 0) refuse(i, "a NUL byte");
+      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 0x7f) refuse(i, "a control character");
+      ++i;
+      continue;
+    }
+    // UTF-8: a lead byte and its continuation bytes, no overlong form, no surrogate, at most U+10FFFF.
+    const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    if (n == 0 || i + n > text.size()) refuse(i, "not UTF-8");
+    for (std::size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) refuse(i, "not UTF-8");
+    const auto c1 = static_cast<unsigned char>(text[i + 1]);
+    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f))
+      refuse(i, "not UTF-8");
+    i += n;
+  }
+  return text;
 }
 
 /// The API key from KFORGE_LLM_API_KEY, else OPENAI_API_KEY ("" when unset).

@@ -438,7 +438,7 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 
 /// Runs the whole gate in this process and returns the result as JSON:
 /// {"accepted", "stage", "reason", "robust_buffer_access", "robust_buffer_access2",
-///  "compile_log", "reflection", "spirv_hash", "race_check", "held_out": [shape...], "residues": [shape...],
+///  "compile_log", "reflection", "spirv_hash", "race_check", "subnormals", "held_out": [shape...], "residues": [shape...],
 ///  "held_out_notes": [...], "grid_2d": {"validated", "shape", "workgroups", "rule"}, "worker_budget_ms",
 ///  "validation": [{"shape", "role", "held_out", ["instead_of", "loop_limit"], "seconds", "timeout_ms", "report"}...],
 ///  "plain_validation" (same form), "loop_limit": {"iterations", ["probe_error"], "judged_instead"} (where a failure
@@ -482,6 +482,19 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     if (races.findings.size() > 1) reason += " (and " + std::to_string(races.findings.size() - 1) + " more)";
     return finish(false, stage::race, reason);
   }
+
+  // Whether this device flushes subnormal operands (vulkan::flushes_subnormals):
+  // where it keeps them, a kernel that flushes them on purpose is wrong. A
+  // probe that fails leaves the allowance on (the verdict says so).
+  bool device_flushes = true;
+  std::string subnormal_note;
+  try {
+    device_flushes = vulkan::flushes_subnormals(ctx);
+    subnormal_note = device_flushes ? "flushed by the device: outputs on flushed inputs accepted" : "kept by the device";
+  } catch (const std::exception& e) {
+    subnormal_note = std::string("probe failed (outputs on flushed inputs accepted): ") + e.what();
+  }
+  w.field("subnormals", subnormal_note);
 
   bool lost = false;
   std::string lost_reason;
@@ -635,6 +648,8 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       so.seed = seed + 0x9e3779b97f4a7c15ull * i;
       so.skip_degenerate = true;
       so.contract = true;  // contract kernels: embedding's bad ids too
+      so.stop_at_first_failure = true;  // a wrong kernel's verdict costs one failing case
+      so.allow_flushed_inputs = device_flushes;  // flushed subnormal inputs only where the device flushes them
       so.cases = s.cases;
       cur_ctx->set_timeout(timeout_for(s.p));
       twice = runs_of(s) == 2;
@@ -657,7 +672,15 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       std::string failure = failure_summary(r, describe(ps[i].p) + label_of(ps[i]));
       if (opt.held_out && ps[i].instead_of.empty() && device_loop_limit() > 0) {
         const problem fit = loop_fit_problem(ps[i].p, loop_limit, tiles);
-        if (!(fit.dims == ps[i].p.dims && fit.dims2 == ps[i].p.dims2 && fit.attrs == ps[i].p.attrs)) {
+        // The 2-D grid shape is there for its workgroups past 65535 along x:
+        // shrunk until its grid folds no more, it would test nothing of that
+        // (a kernel that ignores gl_WorkGroupID.y would pass), so there the
+        // failure stands.
+        const bool grid_lost = ps[i].role == "grid_2d" && family_of(fit).launch_of(fit, tiles).grid[1] <= 1;
+        if (grid_lost)
+          failure += " (not judged on a shape shrunk to the loop limit of " + std::to_string(loop_limit) + " iterations of " +
+                     ctx.info().name + ": " + describe(fit) + " would need no 2-D grid)";
+        if (!grid_lost && !(fit.dims == ps[i].p.dims && fit.dims2 == ps[i].p.dims2 && fit.attrs == ps[i].p.attrs)) {
           const std::string note = "judged on " + describe(fit) + " instead of " + describe(ps[i].p) +
                                    ": the loop limit of " + std::to_string(loop_limit) +
                                    " iterations per invocation of " + ctx.info().name;

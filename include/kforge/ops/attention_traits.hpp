@@ -118,12 +118,16 @@ struct attention_traits : traits_base<attention_traits> {
   /// kernel without the max shift overflows) and the causal mask hides keys
   /// scoring far above every visible one (a row max taken over masked keys
   /// underflows the visible terms to 0); V in [-1, 1].
+  ///
+  /// The negative_rows case is the other end: every score of every row far
+  /// below exp's underflow at the problem's scale (Q in a·[0.8, 1], K in
+  /// -a·[0.8, 1], scores in [-234, -150]); V in [-1, 1]. A running max
+  /// started at 0 instead of -Inf underflows every term to 0 (0/0, or 0 where
+  /// the kernel guards it); the max shift keeps the row's best key at exp(0).
   static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>& ts, std::uint64_t seed) {
-    if (c != input_case::overflow) return true;
+    if (c != input_case::overflow && c != input_case::negative_rows) return true;
     const index_t d = std::max<index_t>(1, p.dims[3]), l = std::max<index_t>(1, keys(p)), hk = kv_heads(p);
     const double scale = p.scale > 0 ? p.scale : 1.0 / std::sqrt(static_cast<double>(d));
-    // Score of the last key ~ scale·d·(3a/4)² = 200.
-    const double a = std::sqrt(200.0 / (0.5625 * scale * static_cast<double>(d)));
     std::uint64_t s = seed ^ 0x6f766572666c6f77ull;
     auto unit = [&s] {  // splitmix64 in [0, 1)
       std::uint64_t z = (s += 0x9e3779b97f4a7c15ull);
@@ -131,6 +135,16 @@ struct attention_traits : traits_base<attention_traits> {
       z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
       return static_cast<double>((z ^ (z >> 31)) >> 11) * 0x1.0p-53;
     };
+    if (c == input_case::negative_rows) {
+      // The smallest score magnitude, scale·d·(0.8a)², is 150.
+      const double a = std::sqrt(150.0 / (0.64 * scale * static_cast<double>(d)));
+      for (index_t o : ts[0].offsets()) ts[0].set(o, static_cast<float>(a * (0.8 + 0.2 * unit())));
+      for (index_t o : ts[1].offsets()) ts[1].set(o, static_cast<float>(-a * (0.8 + 0.2 * unit())));
+      for (index_t o : ts[2].offsets()) ts[2].set(o, static_cast<float>(2.0 * unit() - 1.0));
+      return true;
+    }
+    // Score of the last key ~ scale·d·(3a/4)² = 200.
+    const double a = std::sqrt(200.0 / (0.5625 * scale * static_cast<double>(d)));
     const bool bshd = layout(p) == attention_layout::bshd;
     const std::vector<index_t> qo = ts[0].offsets(), ko = ts[1].offsets(), vo = ts[2].offsets();
     for (index_t o : qo) ts[0].set(o, static_cast<float>(a * (0.5 + 0.5 * unit())));

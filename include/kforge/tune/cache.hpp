@@ -230,6 +230,7 @@ class tuning_cache {
 
   /// Every entry. A corrupt file is set aside and salvaged (under the lock).
   std::vector<cache_entry> entries() {
+    clear_orphans();  // `kforge cache list` is the next command after a killed tune too
     bool corrupt = false;
     auto es = parse(corrupt);
     if (!corrupt) return es;
@@ -341,11 +342,15 @@ class tuning_cache {
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) throw cache_error("kforge::tune: cannot create cache directory " + dir_.string() + ": " + ec.message());
-    if (!orphans_cleared_) {  // once per object: what killed writers left (tuning.json.tmp-PID-N)
-      remove_orphan_temp_files(dir_);
-      remove_orphan_temp_files(dir_ / "best");
-      orphans_cleared_ = true;
-    }
+    clear_orphans();
+  }
+  /// Once per object, on the first read or write: the temporary files killed
+  /// writers left (tuning.json.tmp-PID-N, best/*.json.tmp-PID-N).
+  void clear_orphans() {
+    if (orphans_cleared_) return;
+    orphans_cleared_ = true;
+    remove_orphan_temp_files(dir_);
+    remove_orphan_temp_files(dir_ / "best");
   }
   bool orphans_cleared_ = false;
   void warn(std::string w) {

@@ -21,7 +21,8 @@
 // flush subnormals (Vulkan leaves it to the implementation): a reference
 // output below f32's smallest normal may come out as zero, and in the
 // subnormal case an output may instead match the reference computed with
-// every subnormal input flushed to zero (never for exact ops). The
+// every subnormal input flushed to zero (never for exact ops; only where the
+// device flushes, for the generation gate: suite_options::allow_flushed_inputs). The
 // candidate's outputs are poisoned before it runs (NaN, or a finite sentinel
 // in the cases that feed NaN in; -1 for indices) so that an element it never
 // writes cannot match by luck; reference outputs that are all zero or
@@ -520,6 +521,16 @@ struct suite_options {
   /// their rows must be zeros. Library policies check ids on the host
   /// (argument_error) and are not fed them.
   bool contract = false;
+  /// Stop at the first case that fails (the generation gate: a verdict on a
+  /// wrong kernel costs one failing case, not sixteen); the report then holds
+  /// the cases run so far and says so in its note.
+  bool stop_at_first_failure = false;
+  /// In the subnormal case, an output may match the reference on inputs
+  /// with every subnormal flushed to zero (a device that flushes). The gate
+  /// turns this off on a device that keeps subnormals
+  /// (vulkan::flushes_subnormals): there a kernel that flushes them on
+  /// purpose is wrong.
+  bool allow_flushed_inputs = true;
 };
 
 /// Validates `candidate` on problem p against the Eigen reference.
@@ -535,7 +546,7 @@ inline report validate(const problem& p, const executor& candidate, const suite_
     // A device may flush subnormal inputs: the reference on flushed inputs
     // is an answer too (not for copies, whose bits must survive).
     std::vector<host_tensor> flushed = ref_ts;
-    const bool flush = c == input_case::subnormal && !exact_op(p) && flush_subnormals(p, flushed);
+    const bool flush = opt.allow_flushed_inputs && c == input_case::subnormal && !exact_op(p) && flush_subnormals(p, flushed);
     if (bad_ids) reference_with_bad_ids(p, ref_ts);
     else execute<policy::eigen>(p, ref_ts);
     if (flush) execute<policy::eigen>(p, flushed);
@@ -553,12 +564,16 @@ inline report validate(const problem& p, const executor& candidate, const suite_
     rep.max_abs_err = std::max(rep.max_abs_err, r.max_abs_err);
     rep.max_rel_err = std::max(rep.max_rel_err, r.max_rel_err);
     rep.num_passed += r.passed ? 1 : 0;
-    rep.cases.push_back(std::move(r));
+    const bool failed = !rep.cases.emplace_back(std::move(r)).passed;
+    if (failed && opt.stop_at_first_failure) {
+      rep.note = "stopped at the first failing case (" + rep.cases.back().name + ")";
+      break;
+    }
   }
   rep.num_total = static_cast<int>(rep.cases.size());
   const bool informative = std::any_of(rep.cases.begin(), rep.cases.end(), [](const case_result& r) { return !r.degenerate; });
   rep.all_passed = rep.num_total > 0 && rep.num_passed == rep.num_total && informative;
-  if (!informative) rep.note = "every reference output was degenerate (all zero or constant): nothing was tested";
+  if (!informative && rep.note.empty()) rep.note = "every reference output was degenerate (all zero or constant): nothing was tested";
   return rep;
 }
 
