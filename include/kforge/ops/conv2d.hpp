@@ -69,6 +69,12 @@ inline conv2d_dims make_conv2d_dims(int sh, int sw, int ph, int pw, int dh, int 
                       " with padding");
   d.p = eh / sh + 1;
   d.q = ew / sw + 1;
+  // Padding up to 2^30 makes P and Q up to ~2^31 each: the output's element
+  // count (and its strides) would overflow an index_t long before memory runs out.
+  const double out = static_cast<double>(d.n) * static_cast<double>(d.k) * static_cast<double>(d.p) * static_cast<double>(d.q);
+  if (out > 9007199254740992.0)
+    throw shape_error("kforge::conv2d: the output [N,K,P,Q] = [" + std::to_string(d.n) + "," + std::to_string(d.k) + "," +
+                      std::to_string(d.p) + "," + std::to_string(d.q) + "] has more than 2^53 elements");
   return d;
 }
 
