@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <cstdlib>
 #include <sstream>
 
@@ -185,6 +186,32 @@ TEST_CASE("generate with the template provider: c_ and r_ records, cache hit wit
   const auto forced = gen::generate(p, never, o);
   CHECK(never.calls == 1);
   CHECK(forced.attempts[0].stage == "provider");
+}
+
+TEST_CASE("records: a model's raw bytes that are not UTF-8 are stored as U+FFFD; a damaged record is reported, not hidden") {
+  const auto dir = kgt::test_cache() / "records-utf8";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  gen::generation_record r;
+  r.status = "rejected";
+  r.stage = "extraction";
+  r.reason = "no kernel in the answer";
+  r.prob.op = "relu";
+  set_shape(r.prob, "8x8");
+  r.response_raw = std::string("here: \xff\xfe\xc0\x80 and \xe2\x82\xac fine");  // invalid, overlong, then a valid euro sign
+  gen::write_record(r, dir);
+  std::vector<std::string> skipped;
+  const auto listed = gen::list_records('r', dir, &skipped);
+  REQUIRE(listed.size() == 1);
+  CHECK(skipped.empty());
+  CHECK(listed[0].response_raw == "here: \xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd and \xe2\x82\xac fine");
+  // A file named like a record that is not one: left out, and said.
+  { std::ofstream(dir / "r_relu_damaged.json") << "{\"uuid\": \"cut off"; }
+  skipped.clear();
+  CHECK(gen::list_records('r', dir, &skipped).size() == 1);
+  REQUIRE(skipped.size() == 1);
+  CHECK(skipped[0].rfind("r_relu_damaged.json: ", 0) == 0);
+  CHECK(gen::valid_utf8("\xf4\x90\x80\x80") == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");  // past U+10FFFF
 }
 
 TEST_CASE("policy::generated runs the accepted kernel; export writes GLSL, SPIR-V, HLSL and MSL") {

@@ -453,6 +453,54 @@ TEST_CASE("zeros meet specials: a gemm that skips zero weights (Inf*0 -> 0, not 
   CHECK(validate(p, gemm(false)).all_passed);
 }
 
+TEST_CASE("conv2d padding: a kernel that skips padded taps and one that multiplies them as zeros both pass; a shifted one fails") {
+  // A direct convolution, summing in double over the taps it takes: padded
+  // taps skipped, or taken as zeros (0·Inf = NaN, as im2col and kforge's
+  // kernels do). The contract leaves a padded tap against a non-finite
+  // weight open, and the suite never puts one there (conv2d_traits::prepare_case).
+  auto direct = [](bool multiply_padding, index_t shift) {
+    return [=](const problem& q, std::vector<host_tensor>& ts) {
+      const conv2d_dims d = conv2d_traits::dims_of(q);
+      const index_t cg = d.c_per_group(), kg = d.k_per_group();
+      for (index_t n = 0; n < d.n; ++n)
+        for (index_t k = 0; k < d.k; ++k)
+          for (index_t pp = 0; pp < d.p; ++pp)
+            for (index_t qq = 0; qq < d.q; ++qq) {
+              double acc = 0;
+              for (index_t c = 0; c < cg; ++c)
+                for (index_t r = 0; r < d.r; ++r)
+                  for (index_t s = 0; s < d.s; ++s) {
+                    const index_t ih = pp * d.sh - d.ph + r * d.dh + shift, iw = qq * d.sw - d.pw + s * d.dw;
+                    const bool inside = ih >= 0 && ih < d.h && iw >= 0 && iw < d.w;
+                    if (!inside && !multiply_padding) continue;
+                    const double x = inside ? ts[0].get(((n * d.c + (k / kg) * cg + c) * d.h + ih) * d.w + iw) : 0.0;
+                    acc += x * ts[1].get(((k * cg + c) * d.r + r) * d.s + s);
+                  }
+              ts.back().set(((n * d.k + k) * d.p + pp) * d.q + qq, static_cast<float>(acc));
+            }
+    };
+  };
+  for (const char* shp : {"1x4x9x9,6x2x3x3", "2x3x7x6,4x3x3x2"}) {
+    problem p = make("conv2d", shp);
+    p.pad[0] = p.pad[1] = 1;
+    if (std::string(shp) == "1x4x9x9,6x2x3x3") p.groups = 2;
+    else p.stride[0] = 2, p.dilation[1] = 2;
+    CAPTURE(describe(p));
+    const report skips = validate(p, direct(false, 0)), multiplies = validate(p, direct(true, 0));
+    INFO(skips.to_json().substr(0, 800));
+    CHECK(skips.all_passed);
+    CHECK(multiplies.all_passed);
+    CHECK(failed(validate(p, direct(false, 1))).count("normal"));
+  }
+  // Every tap meets padding (pad 2 around a 3x3 input with a 3x3 filter): the specials become zeros in w, still in x.
+  problem tight = make("conv2d", "1x2x3x3,2x2x3x3");
+  tight.pad[0] = tight.pad[1] = 2;
+  CHECK(validate(tight, direct(false, 0)).all_passed);
+  std::vector<host_tensor> ts = allocate(tight);
+  REQUIRE(generate_inputs(tight, input_case::nan_inf, 7, ts));
+  for (index_t i = 0; i < ts[1].span(); ++i) CHECK(std::isfinite(ts[1].get(i)));
+}
+
 TEST_CASE("signed specials: an order on raw bits, or a max started at -FLT_MAX, fails") {
   // argmax by the float's bits as a signed integer with the usual flip:
   // -0 sorts below +0 and a NaN with its sign bit set below everything.

@@ -215,7 +215,11 @@ int gen_records_list(const std::map<std::string, std::string>& values, const std
     std::cerr << "kforge: --status takes c (correct) or r (rejected)\n";
     return 2;
   }
-  const auto rs = gen::list_records(st.empty() ? 0 : st[0]);
+  std::vector<std::string> skipped;
+  const auto rs = gen::list_records(st.empty() ? 0 : st[0], gen::records_dir(), &skipped);
+  if (!skipped.empty())
+    std::cerr << one_line("warning: " + std::to_string(skipped.size()) + " file(s) in " + gen::records_dir().string() +
+                          " named like records are not readable ones (first: " + skipped.front() + ")");
   if (has_flag(flags, "json")) std::cout << gen::records_json(rs) << "\n";
   else std::cout << rs.size() << " generation records in " << gen::records_dir().string() << "\n" << gen::records_text(rs);
   return 0;

@@ -120,6 +120,40 @@ inline constexpr std::uintmax_t kernel_source_limit = file_limits::kernel_source
 /// A user's kernel file: a regular file of at most kernel_source_limit bytes
 /// (not a device, FIFO or directory: `--kernel /dev/zero` would read
 /// forever), else file_error (an argument_error) saying which.
+/// The length of the well-formed UTF-8 sequence at s[i] (1 for ASCII), or 0
+/// where the bytes there are not one: a stray continuation byte, an overlong
+/// form, a surrogate, past U+10FFFF, or cut off by the end.
+inline std::size_t utf8_sequence(std::string_view s, std::size_t i) {
+  const auto c = static_cast<unsigned char>(s[i]);
+  if (c < 0x80) return 1;
+  const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+  if (n == 0 || i + n > s.size()) return 0;
+  for (std::size_t k = 1; k < n; ++k)
+    if ((static_cast<unsigned char>(s[i + k]) & 0xc0) != 0x80) return 0;
+  const auto c1 = static_cast<unsigned char>(s[i + 1]);
+  if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f)) return 0;
+  return n;
+}
+
+/// s with every byte that is not part of well-formed UTF-8 replaced by
+/// U+FFFD: what a record stores of a model's answer (a JSON reader refuses
+/// raw invalid bytes, and the record would vanish from `cache list`).
+inline std::string valid_utf8(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  for (std::size_t i = 0; i < s.size();) {
+    const std::size_t n = utf8_sequence(s, i);
+    if (n == 0) {
+      out += "\xef\xbf\xbd";
+      ++i;
+    } else {
+      out.append(s.substr(i, n));
+      i += n;
+    }
+  }
+  return out;
+}
+
 /// GLSL is text: a NUL byte, another control character than tab, CR, LF or
 /// form feed, or a byte sequence that is not UTF-8 is refused with a
 /// file_error naming the file, the byte and its offset (a binary file used to
@@ -134,20 +168,10 @@ inline std::string read_kernel_source(const std::filesystem::path& path) {
   };
   for (std::size_t i = 0; i < text.size();) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x80) {
-      if (c == 0) refuse(i, "a NUL byte");
-      if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 0x7f) refuse(i, "a control character");
-      ++i;
-      continue;
-    }
-    // UTF-8: a lead byte and its continuation bytes, no overlong form, no surrogate, at most U+10FFFF.
-    const std::size_t n = c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3 : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
-    if (n == 0 || i + n > text.size()) refuse(i, "not UTF-8");
-    for (std::size_t k = 1; k < n; ++k)
-      if ((static_cast<unsigned char>(text[i + k]) & 0xc0) != 0x80) refuse(i, "not UTF-8");
-    const auto c1 = static_cast<unsigned char>(text[i + 1]);
-    if ((c == 0xe0 && c1 < 0xa0) || (c == 0xed && c1 > 0x9f) || (c == 0xf0 && c1 < 0x90) || (c == 0xf4 && c1 > 0x8f))
-      refuse(i, "not UTF-8");
+    if (c == 0) refuse(i, "a NUL byte");
+    if ((c < 0x20 && c != '\t' && c != '\n' && c != '\r' && c != '\f') || c == 0x7f) refuse(i, "a control character");
+    const std::size_t n = utf8_sequence(text, i);
+    if (n == 0) refuse(i, "not UTF-8");
     i += n;
   }
   return text;

@@ -184,7 +184,7 @@ inline std::string record_file_name(const generation_record& r) {
 inline std::filesystem::path write_record(generation_record& r, const std::filesystem::path& dir = records_dir()) {
   const auto path = dir / record_file_name(r);
   r.path = path.string();
-  write_atomic(path, redact_env(r.to_json()));
+  write_atomic(path, valid_utf8(redact_env(r.to_json())));  // a model's raw bytes must not make the record unreadable
   return path;
 }
 
@@ -192,8 +192,11 @@ inline generation_record load_record(const std::filesystem::path& path) {
   return generation_record::from_json(read_text(path), path.string());
 }
 
-/// Every record in dir ('c', 'r' or 0 for both), newest first.
-inline std::vector<generation_record> list_records(char status = 0, const std::filesystem::path& dir = records_dir()) {
+/// Every record in dir ('c', 'r' or 0 for both), newest first. A file named
+/// like a record that cannot be read as one (being written, damaged) is left
+/// out; `skipped`, where given, receives "NAME: why" for each.
+inline std::vector<generation_record> list_records(char status = 0, const std::filesystem::path& dir = records_dir(),
+                                                   std::vector<std::string>* skipped = nullptr) {
   std::vector<generation_record> out;
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return out;
@@ -203,8 +206,9 @@ inline std::vector<generation_record> list_records(char status = 0, const std::f
     if (status && n[0] != status) continue;
     try {
       out.push_back(load_record(e.path()));
-    } catch (const std::exception&) {
+    } catch (const std::exception& x) {
       // A file being written by another process or damaged: not a record.
+      if (skipped) skipped->push_back(n + ": " + x.what());
     }
   }
   std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.timestamp > b.timestamp; });

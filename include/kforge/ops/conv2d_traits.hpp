@@ -2,8 +2,11 @@
 // generation module and the tool (core/op_traits.hpp).
 #pragma once
 
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "kforge/ops/conv2d.hpp"
 #include "kforge/ops/gemm_traits.hpp"
@@ -87,6 +90,43 @@ struct conv2d_traits : traits_base<conv2d_traits> {
     return p;
   }
 
+  /// What a padded tap adds against a non-finite weight is left open by the
+  /// contract: 0·Inf is NaN where padding is multiplied as zeros (im2col,
+  /// implicit GEMM: kforge's kernels, cuDNN's) and nothing where a direct
+  /// convolution skips the tap; with finite weights both give the same sum.
+  /// So in the cases that feed NaN/Inf (nan_inf, zeros_meet_specials), a
+  /// non-finite weight at a tap (r, s) that meets padding for some output
+  /// moves to a tap of the same filter and channel that never does (a zero
+  /// takes its place), or becomes a zero where no such tap exists: zeros
+  /// still meet NaN/Inf at every unpadded tap, and either kernel passes.
+  static bool prepare_case(const problem& p, input_case c, std::vector<host_tensor>& ts, std::uint64_t seed) {
+    if (!traits_base<conv2d_traits>::prepare_case(p, c, ts, seed)) return false;
+    if ((c != input_case::nan_inf && c != input_case::zeros_meet_specials) || (p.pad[0] == 0 && p.pad[1] == 0)) return true;
+    const conv2d_dims d = dims_of(p);
+    // A tap along one axis meets padding when some output's input index falls outside [0, extent).
+    auto clear = [](index_t t, int dil, int pad, int stride, index_t out, index_t extent) {
+      const index_t first = t * dil - pad, last = (out - 1) * stride - pad + t * dil;
+      return first >= 0 && last < extent;
+    };
+    std::vector<index_t> safe;  // the taps r·S + s that never meet padding
+    for (index_t r = 0; r < d.r; ++r)
+      for (index_t s = 0; s < d.s; ++s)
+        if (clear(r, d.dh, d.ph, d.sh, d.p, d.h) && clear(s, d.dw, d.pw, d.sw, d.q, d.w)) safe.push_back(r * d.s + s);
+    host_tensor& w = ts[1];
+    const std::vector<index_t> wo = w.offsets();  // [K][C/G][R][S], logical order
+    const index_t taps = d.r * d.s;
+    for (std::size_t f = 0; f * static_cast<std::size_t>(taps) < wo.size(); ++f) {  // one filter and channel
+      std::size_t next = 0;
+      for (index_t t = 0; t < taps; ++t) {
+        const index_t at = wo[f * static_cast<std::size_t>(taps) + static_cast<std::size_t>(t)];
+        const float v = w.get(at);
+        if (std::isfinite(v) || std::find(safe.begin(), safe.end(), t) != safe.end()) continue;
+        w.set(at, 0.0f);
+        if (next < safe.size()) w.set(wo[f * static_cast<std::size_t>(taps) + static_cast<std::size_t>(safe[next++])], v);
+      }
+    }
+    return true;
+  }
   static case_magnitudes magnitudes(const problem& p) {
     return gemm_traits::product_magnitudes(p.type, static_cast<double>(p.dims2[1] * p.dims2[2] * p.dims2[3]));
   }
@@ -135,7 +175,9 @@ struct conv2d_traits : traits_base<conv2d_traits> {
   static std::string semantics(const problem&) {
     return "2-D convolution (cross-correlation, as PyTorch), NCHW: y[n,k,p,q] = act(bias[k] + sum over c,r,s of "
            "x[n, g*C/G + c, p*sh - ph + r*dh, q*sw - pw + s*dw] * w[k, c, r, s]) with g = k / (K/G); taps outside "
-           "the image read 0. x is [N,C,H,W], w is [K,C/groups,R,S], y is [N,K,P,Q]. Accumulate in f32.";
+           "the image read 0 (a kernel may skip them instead: the validation never puts a NaN or Inf weight on a "
+           "padded tap, where 0*Inf and skipping differ). x is [N,C,H,W], w is [K,C/groups,R,S], y is [N,K,P,Q]. "
+           "Accumulate in f32.";
   }
   static std::string source_spec(const problem& p) {
     return "def conv2d(x, w, bias):\n    return F.conv2d(x, w, bias, stride=(" + std::to_string(p.stride[0]) + "," +
