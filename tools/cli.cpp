@@ -63,6 +63,19 @@ const std::vector<command_options>& command_table() {
   return table;
 }
 
+namespace {
+/// The problem's options, each once: --op, --shape, --dtype, then every op
+/// family's (name, whether it takes a value), for both forms of `kforge options`.
+std::vector<std::pair<std::string, bool>> problem_options() {
+  std::vector<std::pair<std::string, bool>> out{{"op", true}, {"shape", true}, {"dtype", true}};
+  std::set<std::string> shown{"op", "shape", "dtype"};
+  for (const family_table* f : all_families())
+    for (const cli_option& o : f->options())
+      if (shown.insert(std::string(o.name)).second) out.emplace_back(std::string(o.name), !o.placeholder.empty());
+  return out;
+}
+}  // namespace
+
 std::string options_text(bool json) {
   if (json) {
     json_writer w;
@@ -75,11 +88,8 @@ std::string options_text(bool json) {
       w.end_array().field("problem", c.problem).end_object();
     }
     w.end_array().key("problem_options").begin_array();
-    std::set<std::string> shown;
-    for (const family_table* f : all_families())
-      for (const cli_option& o : f->options())
-        if (shown.insert(std::string(o.name)).second)
-          w.begin_object().field("name", std::string(o.name)).field("takes_value", !o.placeholder.empty()).end_object();
+    for (const auto& [name, value] : problem_options())
+      w.begin_object().field("name", name).field("takes_value", value).end_object();
     w.end_array().end_object();
     return w.str() + "\n";
   }
@@ -93,11 +103,8 @@ std::string options_text(bool json) {
     if (c.problem) s += " [problem]";
     s += "\n";
   }
-  s += "problem: --op V --shape V --dtype V";
-  std::set<std::string> shown;
-  for (const family_table* f : all_families())
-    for (const cli_option& o : f->options())
-      if (shown.insert(std::string(o.name)).second) s += " --" + std::string(o.name) + (o.placeholder.empty() ? "" : " V");
+  s += "problem:";
+  for (const auto& [name, value] : problem_options()) s += " --" + name + (value ? " V" : "");
   return s + "\n";
 }
 
