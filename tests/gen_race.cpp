@@ -315,6 +315,38 @@ TEST_CASE("race check: shared memory read before anything wrote it") {
   CHECK_FALSE(races_of(kernel("  for (uint d = t; d < 128u; d += 64u) s[d] = 0.0;\n  barrier();\n  b[t] = s[127u - t];")).race());
 }
 
+TEST_CASE("shared fill: every float component of every shared variable, the kernel's main after a barrier") {
+  // Arrays of arrays, vectors, structs with a matrix, an inner array and an
+  // integer member, a lone float, a float16 array; integers are left.
+  const std::string glsl = kernel(
+      "  s[t] = 1.0; a[t % 4u][t % 33u] = 2.0; v[t % 16u] = vec4(3.0); c[t % 8u].x = 4.0; one = 5.0; h[t] = float16_t(6.0);\n"
+      "  cnt = t;\n  barrier();\n  b[t] = s[t] + a[0][t % 33u] + v[0].x + c[0].m[1][0] + c[0].arr[2] + one + float(h[t]) + float(cnt);",
+      "#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require\n"
+      "struct P { float x; uint i; mat2 m; float arr[3]; };\n"
+      "shared float a[4][33];\nshared vec4 v[16];\nshared P c[8];\nshared uint cnt;\nshared float one;\nshared float16_t h[64];\n");
+  const gen::shared_fill f = gen::fill_shared_memory(glsl, gen::compile_glsl("fill", glsl));
+  INFO(f.glsl);
+  std::vector<std::string> filled = f.filled;
+  std::sort(filled.begin(), filled.end());
+  CHECK(filled == std::vector<std::string>{"a", "c", "h", "one", "s", "v"});
+  std::string left;
+  for (const auto& l : f.left) left += l + "\n";
+  CHECK(left.find("cnt: not a float") != std::string::npos);
+  CHECK(left.find(".i: not a float") != std::string::npos);
+  // It compiles, renames the kernel's main, and fills before a barrier.
+  const auto spirv = gen::compile_glsl("filled", f.glsl);
+  CHECK_FALSE(spirv.empty());
+  CHECK(f.glsl.find("#version 450\n#define main kforge_user_main\n") == 0);
+  CHECK(f.glsl.find("  barrier();\n  kforge_user_main();\n}\n") != std::string::npos);
+  CHECK(f.glsl.find("kforge_x1 = kforge_r % uint(a[0].length())") != std::string::npos);
+  CHECK(f.glsl.find(".m[1] = vec2(kforge_fill32(") != std::string::npos);
+  CHECK(f.glsl.find("float16_t(kforge_fill16(") != std::string::npos);
+  // The zero fill for telling a failure's cause; nothing to fill: no source.
+  CHECK(gen::fill_shared_memory(glsl, spirv, gen::fill_value::zeros).glsl.find("return 0.0;") != std::string::npos);
+  const std::string plain = relu_kernel("  if (i < pc.n) y_[i] = max(x_[i], 0.0);");
+  CHECK(gen::fill_shared_memory(plain, gen::compile_glsl("plain", plain)).glsl.empty());
+}
+
 TEST_CASE("contract check: float atomics are refused, integer atomics are not") {
   // An atomic float add: the sum's bits depend on the order.
   const std::string fadd = contract_error(relu_with("#extension GL_EXT_shader_atomic_float : require",

@@ -832,5 +832,35 @@ TEST_CASE("sandbox: lavapipe's loop limit does not reject a correct kernel; a wr
   CHECK(bad.stage == "validation");
 }
 
+TEST_CASE("sandbox: a reduction whose lanes past the row's end read shared slots nothing wrote is rejected") {
+  KGT_NEED_VULKAN();
+  // A tree reduction over one slot per invocation: rows of 33 columns leave
+  // slots 33..255 of a 256-wide workgroup unwritten. They hold zeros on every
+  // device tried, so the sums come out right; the gate fills every float
+  // shared variable with +Inf, -Inf and NaN before the kernel runs.
+  const problem p = shape_of("reduce_sum", "7x33");
+  const std::string own = gen::template_source(p);
+  auto tree = [&](const std::string& store) {
+    std::string k = replaced(own, "void main() {", "shared float kf_tree[gl_WorkGroupSize.x];\nvoid main() {");
+    return replaced(k, "  s = kf_wg_sum(s);\n",
+                    "  uint t = gl_LocalInvocationID.x;\n" + store +
+                        "  barrier();\n"
+                        "  for (uint k = gl_WorkGroupSize.x / 2u; k > 0u; k >>= 1) {\n"
+                        "    if (t < k) kf_tree[t] += kf_tree[t + k];\n"
+                        "    barrier();\n"
+                        "  }\n"
+                        "  s = kf_tree[0];\n");
+  };
+  const auto ok = gate_of(p, tree("  kf_tree[t] = s;\n"));
+  INFO(ok.reason << "\n" << ok.log_tail);
+  CHECK(ok.accepted);
+  CHECK(ok.gate_json.find("\"shared_fill\":{\"filled\":[\"kf_tree\"") != std::string::npos);
+  const auto bad = gate_of(p, tree("  if (t < pc.n) kf_tree[t] = s;  // the lanes past the row's end store nothing\n"));
+  INFO(bad.reason);
+  CHECK_FALSE(bad.accepted);
+  CHECK(bad.stage == "validation");
+  CHECK(bad.reason.find("reads shared memory no invocation wrote") != std::string::npos);
+}
+
 // The static checks (race.hpp: the race check, float atomics, RelaxedPrecision)
 // and the device-limit check have their own executable: gen_race.cpp.

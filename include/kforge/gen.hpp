@@ -27,6 +27,7 @@
 #include "kforge/gen/templates.hpp"
 #include "kforge/gen/runner.hpp"
 #include "kforge/gen/race.hpp"
+#include "kforge/gen/shared_fill.hpp"
 #include "kforge/gen/gate.hpp"
 #include "kforge/gen/sandbox.hpp"
 #include "kforge/gen/mutate.hpp"

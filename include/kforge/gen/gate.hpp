@@ -23,6 +23,15 @@
 // benchmark and the re-validation run there too: they are about how the
 // kernel will run. By then the kernel has passed the whole suite, and it is
 // still in the worker process.
+//
+// The suite's runs (on both contexts) are of the kernel with its shared
+// memory filled with +Inf, -Inf and NaN before its own code starts
+// (shared_fill.hpp): a result that depends on a slot no invocation wrote is
+// wrong there on every device. Where that variant fails and one filled with
+// zeros instead passes the same shape and seed, the reason says it reads
+// shared memory no invocation wrote (the kernel as written would not tell:
+// its slots hold what the last kernel left, the fill's specials among them).
+// The benchmark and the re-validation run the kernel as written.
 #pragma once
 
 #ifndef KFORGE_GEN_INTERNAL
@@ -40,6 +49,7 @@
 #include "kforge/gen/contract.hpp"
 #include "kforge/gen/race.hpp"
 #include "kforge/gen/runner.hpp"
+#include "kforge/gen/shared_fill.hpp"
 #include "kforge/gen/templates.hpp"
 #include "kforge/validate/suite.hpp"
 
@@ -438,9 +448,11 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 
 /// Runs the whole gate in this process and returns the result as JSON:
 /// {"accepted", "stage", "reason", "robust_buffer_access", "robust_buffer_access2",
-///  "compile_log", "reflection", "spirv_hash", "race_check", "subnormals", "held_out": [shape...], "residues": [shape...],
+///  "compile_log", "reflection", "spirv_hash", "race_check", "shared_fill": {"filled": [name...], "left": [...],
+///  ["error"]}, "subnormals", "held_out": [shape...], "residues": [shape...],
 ///  "held_out_notes": [...], "grid_2d": {"validated", "shape", "workgroups", "rule"}, "worker_budget_ms",
-///  "validation": [{"shape", "role", "held_out", ["instead_of", "loop_limit"], "seconds", "timeout_ms", "report"}...],
+///  "validation": [{"shape", "role", "held_out", ["instead_of", "loop_limit"], "shared_fill", "seconds", "timeout_ms",
+///  "report"}...],
 ///  "plain_validation" (same form), "loop_limit": {"iterations", ["probe_error"], "judged_instead"} (where a failure
 ///  asked for the device's loop limit), "benchmark", "revalidation"}. Validation stops at the first
 ///  shape that fails.
@@ -483,6 +495,42 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     return finish(false, stage::race, reason);
   }
 
+  // The variant with its shared memory filled, which the suite runs. Where
+  // the fill cannot be built or compiled (the gate's own limits, not the
+  // kernel's), the kernel as written runs instead and the verdict says so.
+  shared_fill fill;
+  std::string fill_error;
+  std::unique_ptr<kernel_runner> kf;
+  auto make_filled = [&](vulkan::context& c) {
+    if (fill.glsl.empty()) return;
+    try {
+      kf = std::make_unique<kernel_runner>(c, main, "generated_filled_" + main.op, fill.glsl);
+    } catch (const vulkan::device_lost&) {
+      throw;
+    } catch (const std::exception& e) {
+      fill_error = e.what();
+      fill.glsl.clear();
+      kf.reset();
+    }
+  };
+  try {
+    fill = fill_shared_memory(glsl, k->spirv());
+    make_filled(ctx);
+  } catch (const vulkan::device_lost& e) {
+    return finish(false, stage::timeout, e.what());
+  } catch (const std::exception& e) {
+    fill_error = e.what();
+    fill.glsl.clear();
+  }
+  w.key("shared_fill").begin_object().key("filled").begin_array();
+  for (const auto& n : fill.filled) w.value(n);
+  w.end_array().key("left").begin_array();
+  for (const auto& n : fill.left) w.value(n);
+  w.end_array();
+  if (!fill_error.empty()) w.field("error", "not filled (the kernel runs as written): " + fill_error);
+  w.end_object();
+  kernel_runner* active = kf ? kf.get() : k.get();
+
   // Whether this device flushes subnormal operands (vulkan::flushes_subnormals):
   // where it keeps them, a kernel that flushes them on purpose is wrong. A
   // probe that fails leaves the allowance on (the verdict says so).
@@ -502,12 +550,12 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   const executor candidate = [&](const problem& p, std::vector<host_tensor>& ts) {
     try {
       if (!twice) {
-        k->run(p, ts);
+        active->run(p, ts);
         return;
       }
       std::vector<host_tensor> again = ts;  // same inputs and the same poisoned outputs
-      k->run(p, ts);
-      k->run(p, again);
+      active->run(p, ts);
+      active->run(p, again);
       const auto specs = operands(p);
       for (std::size_t i = 0; i < specs.size(); ++i) {
         if (!specs[i].is_output) continue;
@@ -661,7 +709,8 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       if (!lost && r.num_total == 0 && (s.role == "residue" || s.role == "grid_2d")) r.all_passed = true;
       w.begin_object().field("shape", describe(s.p)).field("role", s.role).field("held_out", s.role != "prompt" && s.role != "given");
       if (!s.instead_of.empty()) w.field("instead_of", s.instead_of).field("loop_limit", loop_limit);
-      w.field("seconds", secs).field("timeout_ms", static_cast<double>(cur_ctx->timeout().count()));
+      w.field("shared_fill", active == kf.get() ? "specials" : active == k.get() ? "none" : "zeros").field("seconds", secs);
+      w.field("timeout_ms", static_cast<double>(cur_ctx->timeout().count()));
       w.key("report").raw(r.to_json()).end_object();
       return r;
     };
@@ -670,6 +719,36 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       if (lost) break;
       if (r.all_passed) continue;
       std::string failure = failure_summary(r, describe(ps[i].p) + label_of(ps[i]));
+      if (active != k.get()) {
+        // The kernel with zeros in its shared memory on the same shape and
+        // seed: where it passes, the failure is what the kernel read before
+        // anything wrote it.
+        std::unique_ptr<kernel_runner> zeros;
+        try {
+          zeros = std::make_unique<kernel_runner>(*cur_ctx, main, "generated_zero_filled_" + main.op,
+                                                  fill_shared_memory(glsl, k->spirv(), fill_value::zeros).glsl);
+        } catch (const vulkan::device_lost& e) {
+          lost = true;
+          lost_reason = e.what();
+          break;
+        } catch (const std::exception&) {
+          // no verdict on the cause; the failure stands as it is
+        }
+        if (zeros) {
+          kernel_runner* filled = active;
+          active = zeros.get();
+          const report zero_filled = run_one(ps[i], i);
+          active = filled;
+          if (lost) break;
+          if (zero_filled.all_passed) {
+            ok = false;
+            *reason = "reads shared memory no invocation wrote: " + failure +
+                      " with its shared memory filled with +Inf, -Inf and NaN before it runs (filled with zeros, as the "
+                      "devices tried leave it, it passes)";
+            break;
+          }
+        }
+      }
       if (opt.held_out && ps[i].instead_of.empty() && device_loop_limit() > 0) {
         const problem fit = loop_fit_problem(ps[i].p, loop_limit, tiles);
         // The 2-D grid shape is there for its workgroups past 65535 along x:
@@ -732,6 +811,9 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
       run_ctx = &opt.plain_context();
       cur_ctx = run_ctx;
       k = std::make_unique<kernel_runner>(*run_ctx, main, "generated_" + main.op, glsl);
+      kf.reset();
+      make_filled(*run_ctx);
+      active = kf ? kf.get() : k.get();
     } catch (const vulkan::device_lost& e) {
       return finish(false, stage::timeout, e.what());
     } catch (const std::exception& e) {
@@ -745,6 +827,7 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
     }
   }
 
+  active = k.get();  // the benchmark and the re-validation: the kernel as written
   if (opt.benchmark) {
     try {
       std::vector<host_tensor> ts = allocate(main);
