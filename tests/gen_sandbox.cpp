@@ -547,6 +547,21 @@ TEST_CASE("held-out shapes: fitted to the device's buffers, the 2-D grid shape f
   CHECK(fb->dims[1] == fb->dims2[0]);
   // A shape that fits stays as it is.
   CHECK(gen::fit_to_device(shape_of("relu", "3x7x19"), 16.0 * 1048576, 0)->dims == shape{3, 7, 19});
+  // On a CPU device by the work too: a reduction's held-out shape estimated
+  // at 14 s a case comes down to the limit, keeping its classes modulo 32.
+  const launch_tiles rt{256, 0, 0, 0};
+  const std::function<double(const problem&)> case_s = [&](const problem& q) {
+    return 2 * gen::dispatch_seconds(q, rt, true) + gen::host_case_seconds(q);
+  };
+  problem red = shape_of("reduce_min", "7x1735x1529");
+  red.axis = 1;
+  CHECK(case_s(red) > 5 * gen::cpu_held_out_case_seconds);
+  const auto fr = gen::fit_to_device(red, 1024.0 * 1048576, 0, case_s, gen::cpu_held_out_case_seconds);
+  REQUIRE(fr.has_value());
+  CHECK(case_s(*fr) <= gen::cpu_held_out_case_seconds);
+  CHECK(case_s(*fr) > gen::cpu_held_out_case_seconds / 8);
+  CHECK(fr->dims[1] % 32 == 1735 % 32);
+  CHECK(fr->dims[2] % 32 == 1529 % 32);
 
   // Every flat-grid op has a 2-D grid shape within lavapipe's 128 MiB at
   // kforge's usual local size, one row of a few columns per workgroup for

@@ -185,10 +185,15 @@ inline index_t half_keeping_class(index_t e) {
 /// all its operands `max_total_bytes` (0: no limit): each step halves the
 /// axis group whose halving leaves the smallest excess, keeping its residue
 /// classes modulo 32 where the axis is long enough (detail::half_keeping_class)
-/// and the problem valid. nullopt where no valid shape fits.
-inline std::optional<problem> fit_to_device(problem q, double max_buffer_bytes, double max_total_bytes) {
+/// and the problem valid; and, where `seconds` is given, until seconds(q)
+/// (an estimate of its work) is at most max_seconds. nullopt where no valid
+/// shape fits.
+inline std::optional<problem> fit_to_device(problem q, double max_buffer_bytes, double max_total_bytes,
+                                            const std::function<double(const problem&)>& seconds = {},
+                                            double max_seconds = 0) {
   auto excess = [&](const problem& x) {
     double e = 0;
+    if (seconds && max_seconds > 0) e = seconds(x) / max_seconds;
     if (max_buffer_bytes > 0) e = std::max(e, (largest_operand_bytes(x) + buffer_slack) / max_buffer_bytes);
     if (max_total_bytes > 0) e = std::max(e, operand_bytes(x) / max_total_bytes);
     return e;
@@ -248,6 +253,14 @@ inline constexpr work_rates cpu_rates{5e8, 5e7, 2e6};
 inline constexpr double host_flops_rate = 1e9, host_bytes_rate = 3e7;
 /// A per-dispatch timeout is this many times the run's estimate.
 inline constexpr double timeout_safety = 10;
+/// On a CPU device a held-out shape's case (two runs and the host's part, at
+/// cpu_rates) is estimated at most this many seconds, or the prompt's where
+/// that is more: the rates are a slow kernel's, and a correct reduction's
+/// held-out shape of 18.5 M elements (estimated 14 s a case) took 0.9 s a
+/// case on lavapipe, 14 s a context for its 16 cases. The shape is shrunk
+/// as for the device's buffers (residue classes kept); a GPU's held-out
+/// shapes are sized by their bytes only.
+inline constexpr double cpu_held_out_case_seconds = 2.0;
 
 /// Invocations a launch of q at `tiles` starts.
 inline double launched_invocations(const problem& q, const launch_tiles& tiles) {
@@ -593,17 +606,25 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
   // Held-out shapes take at most the prompt's operand bytes or
   // grid_shape_byte_limit, whichever is more, and fit one storage buffer.
   const double held_total = std::max(grid_shape_byte_limit, operand_bytes(main));
+  // On a CPU device, by their work too (cpu_held_out_case_seconds).
+  const std::function<double(const problem&)> case_seconds = [&](const problem& q) {
+    return 2 * dispatch_seconds(q, tiles, true) + host_case_seconds(q);
+  };
+  const double held_seconds = cpu_device ? std::max(cpu_held_out_case_seconds, case_seconds(main)) : 0;
   std::vector<std::string> fit_notes;
   auto fitted = [&](const std::vector<problem>& drawn) {
     std::vector<problem> out;
     for (const problem& h : drawn) {
-      const std::optional<problem> f = fit_to_device(h, max_buffer, held_total);
+      const std::optional<problem> f =
+          cpu_device ? fit_to_device(h, max_buffer, held_total, case_seconds, held_seconds) : fit_to_device(h, max_buffer, held_total);
       if (!f) {
         fit_notes.push_back("left out: " + describe(h) + " cannot be shrunk to fit the device");
         continue;
       }
       if (!(f->dims == h.dims && f->dims2 == h.dims2))
-        fit_notes.push_back(describe(*f) + " instead of " + describe(h) + ": shrunk to fit the device's buffers");
+        fit_notes.push_back(describe(*f) + " instead of " + describe(h) +
+                            (cpu_device ? ": shrunk to fit the device's buffers and the work a CPU device runs in time"
+                                        : ": shrunk to fit the device's buffers"));
       out.push_back(*f);
     }
     return out;
