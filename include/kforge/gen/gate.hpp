@@ -469,106 +469,237 @@ inline std::string failure_summary(const report& r, const std::string& label) {
 ///  "plain_validation" (same form), "loop_limit": {"iterations", ["probe_error"], "judged_instead"} (where a failure
 ///  asked for the device's loop limit), "benchmark", "revalidation"}. Validation stops at the first
 ///  shape that fails.
-inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
-                            gate_options opt = {}) {
-  if (shapes.empty()) throw argument_error("kforge::gen::run_gate: no shapes");
-  if (opt.seed == 0) opt.seed = secret_seed();
-  const problem& main = shapes.front();
-  json_writer w;
-  w.begin_object().field("robust_buffer_access", ctx.robust_buffer_access());
-  w.field("robust_buffer_access2", ctx.robust_buffer_access2());
-  auto finish = [&](bool accepted, const char* st, const std::string& reason) {
-    w.field("accepted", accepted).field("stage", st).field("reason", reason).end_object();
-    return w.str();
-  };
-  std::unique_ptr<kernel_runner> k;
-  try {
-    k = std::make_unique<kernel_runner>(ctx, main, "generated_" + main.op, glsl);
-  } catch (const vulkan::shader_error& e) {
-    w.field("compile_log", std::string(e.what()));
-    return finish(false, stage::compile, e.what());
-  } catch (const vulkan::interface_error& e) {
-    return finish(false, stage::interface, e.what());
-  } catch (const vulkan::device_lost& e) {
-    return finish(false, stage::timeout, e.what());
-  } catch (const std::exception& e) {
-    // Pipeline creation refused by the driver, or f16 without 16-bit storage.
-    return finish(false, stage::interface, e.what());
-  }
-  w.key("reflection").raw(k->reflection().to_json());
-  w.field("spirv_hash", spirv_hash(k->spirv()));
-  // Before any case, and on any device: a race that changes no output here
-  // may change one on the next device. The same GLSL again with OpLine, so
-  // that the reason names source lines.
-  const race_report races = check_shared_races(compile_glsl("race_check_" + main.op, glsl, true));
-  w.key("race_check").raw(races.to_json());
-  if (races.race()) {
-    std::string reason = races.findings.front().text();
-    if (races.findings.size() > 1) reason += " (and " + std::to_string(races.findings.size() - 1) + " more)";
-    return finish(false, stage::race, reason);
+namespace detail {
+
+/// One run of the gate: its state and its steps, each a method that writes
+/// its part of the answer and says whether the verdict is still open
+/// (run() takes them in order; docs/GENERATION.md "The gate" numbers them).
+class gate_run {
+ public:
+  gate_run(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl, gate_options opt)
+      : ctx_(ctx), cur_ctx_(&ctx), shapes_(shapes), main_(shapes.front()), glsl_(glsl), opt_(std::move(opt)) {
+    if (opt_.seed == 0) opt_.seed = secret_seed();
   }
 
-  // The variant with its shared memory filled, which the suite runs. Where
-  // the fill cannot be built or compiled (the gate's own limits, not the
-  // kernel's), the kernel as written runs instead and the verdict says so.
-  shared_fill fill;
-  std::string fill_error;
-  std::unique_ptr<kernel_runner> kf;
-  auto make_filled = [&](vulkan::context& c) {
-    if (fill.glsl.empty()) return;
+  std::string run() {
+    w_.begin_object().field("robust_buffer_access", ctx_.robust_buffer_access());
+    w_.field("robust_buffer_access2", ctx_.robust_buffer_access2());
+    if (!compile() || !check_races() || !fill_shared()) return verdict_;
+    probe_subnormals();
+    plan_shapes();
+    if (!validate_robust() || !validate_plain() || !benchmark() || !revalidate()) return verdict_;
+    write_loop_limit();
+    return finish(true, stage::accepted,
+                  "passed " + std::to_string(shapes_.size() + held_.size()) + " shapes (" + std::to_string(held_.size()) +
+                      " held out) x " + std::to_string(all_cases.size()) + " cases, " + std::to_string(residues_.size()) +
+                      " shapes of the residue sweep" +
+                      (grid_.p ? " and a 2-D grid shape of " + std::to_string(grid_.workgroups) + " workgroups" : "") +
+                      ", deterministic" + loop_text());
+  }
+
+ private:
+  /// A shape the suite runs: the caller's (the prompt's first), the held-out
+  /// draws, the residue sweep and the 2-D-grid shape (docs/GENERATION.md,
+  /// "Held-out shapes"), each fitted to the device.
+  struct gate_shape {
+    problem p;
+    std::string role;  // prompt, given, held_out, residue, grid_2d
+    std::vector<input_case> cases;
+    std::string instead_of;  // judged on p instead of this shape (the device's loop limit)
+  };
+
+  /// Ends the answer with the verdict (kept in verdict_); returns false so
+  /// that a step can `return reject(...)`.
+  std::string finish(bool accepted, const char* st, const std::string& reason) {
+    w_.field("accepted", accepted).field("stage", st).field("reason", reason).end_object();
+    verdict_ = w_.str();
+    return verdict_;
+  }
+  bool reject(const char* st, const std::string& reason) {
+    finish(false, st, reason);
+    return false;
+  }
+
+  // ---- 1-2: compile and the contract check (kernel_runner) ----------------
+  bool compile() {
     try {
-      kf = std::make_unique<kernel_runner>(c, main, "generated_filled_" + main.op, fill.glsl);
+      k_ = std::make_unique<kernel_runner>(ctx_, main_, "generated_" + main_.op, glsl_);
+    } catch (const vulkan::shader_error& e) {
+      w_.field("compile_log", std::string(e.what()));
+      return reject(stage::compile, e.what());
+    } catch (const vulkan::interface_error& e) {
+      return reject(stage::interface, e.what());
+    } catch (const vulkan::device_lost& e) {
+      return reject(stage::timeout, e.what());
+    } catch (const std::exception& e) {
+      // Pipeline creation refused by the driver, or f16 without 16-bit storage.
+      return reject(stage::interface, e.what());
+    }
+    w_.key("reflection").raw(k_->reflection().to_json());
+    w_.field("spirv_hash", spirv_hash(k_->spirv()));
+    const kernel_reflection& refl = k_->reflection();
+    tiles_ = {refl.local_size, refl.tile_m, refl.tile_n, refl.tile};
+    return true;
+  }
+
+  // ---- 3: the static race check (race.hpp) --------------------------------
+  /// Before any case, and on any device: a race that changes no output here
+  /// may change one on the next device. The same GLSL again with OpLine, so
+  /// that the reason names source lines.
+  bool check_races() {
+    const race_report races = check_shared_races(compile_glsl("race_check_" + main_.op, glsl_, true));
+    w_.key("race_check").raw(races.to_json());
+    if (!races.race()) return true;
+    std::string reason = races.findings.front().text();
+    if (races.findings.size() > 1) reason += " (and " + std::to_string(races.findings.size() - 1) + " more)";
+    return reject(stage::race, reason);
+  }
+
+  // ---- the variant the suite runs: shared memory filled (shared_fill.hpp) --
+  /// Where the fill cannot be built or compiled (the gate's own limits, not
+  /// the kernel's), the kernel as written runs instead and the answer says so.
+  void make_filled(vulkan::context& c) {
+    kf_.reset();
+    if (fill_.glsl.empty()) return;
+    try {
+      kf_ = std::make_unique<kernel_runner>(c, main_, "generated_filled_" + main_.op, fill_.glsl);
     } catch (const vulkan::device_lost&) {
       throw;
     } catch (const std::exception& e) {
-      fill_error = e.what();
-      fill.glsl.clear();
-      kf.reset();
+      fill_error_ = e.what();
+      fill_.glsl.clear();
     }
-  };
-  try {
-    fill = fill_shared_memory(glsl, k->spirv());
-    make_filled(ctx);
-  } catch (const vulkan::device_lost& e) {
-    return finish(false, stage::timeout, e.what());
-  } catch (const std::exception& e) {
-    fill_error = e.what();
-    fill.glsl.clear();
   }
-  w.key("shared_fill").begin_object().key("filled").begin_array();
-  for (const auto& n : fill.filled) w.value(n);
-  w.end_array().key("left").begin_array();
-  for (const auto& n : fill.left) w.value(n);
-  w.end_array();
-  if (!fill_error.empty()) w.field("error", "not filled (the kernel runs as written): " + fill_error);
-  w.end_object();
-  kernel_runner* active = kf ? kf.get() : k.get();
-
-  // Whether this device flushes subnormal operands (vulkan::flushes_subnormals):
-  // where it keeps them, a kernel that flushes them on purpose is wrong. A
-  // probe that fails leaves the allowance on (the verdict says so).
-  bool device_flushes = true;
-  std::string subnormal_note;
-  try {
-    device_flushes = vulkan::flushes_subnormals(ctx);
-    subnormal_note = device_flushes ? "flushed by the device: outputs on flushed inputs accepted" : "kept by the device";
-  } catch (const std::exception& e) {
-    subnormal_note = std::string("probe failed (outputs on flushed inputs accepted): ") + e.what();
-  }
-  w.field("subnormals", subnormal_note);
-
-  bool lost = false;
-  std::string lost_reason;
-  bool twice = true;  // each case runs twice (determinism); the 2-D grid shape once on a CPU device
-  const executor candidate = [&](const problem& p, std::vector<host_tensor>& ts) {
+  bool fill_shared() {
     try {
-      if (!twice) {
-        active->run(p, ts);
+      fill_ = fill_shared_memory(glsl_, k_->spirv());
+      make_filled(ctx_);
+    } catch (const vulkan::device_lost& e) {
+      return reject(stage::timeout, e.what());
+    } catch (const std::exception& e) {
+      fill_error_ = e.what();
+      fill_.glsl.clear();
+    }
+    w_.key("shared_fill").begin_object().key("filled").begin_array();
+    for (const auto& n : fill_.filled) w_.value(n);
+    w_.end_array().key("left").begin_array();
+    for (const auto& n : fill_.left) w_.value(n);
+    w_.end_array();
+    if (!fill_error_.empty()) w_.field("error", "not filled (the kernel runs as written): " + fill_error_);
+    w_.end_object();
+    active_ = kf_ ? kf_.get() : k_.get();
+    return true;
+  }
+
+  /// Whether this device flushes subnormal operands (vulkan::flushes_subnormals):
+  /// where it keeps them, a kernel that flushes them on purpose is wrong. A
+  /// probe that fails leaves the allowance on (the answer says so).
+  void probe_subnormals() {
+    std::string note;
+    try {
+      device_flushes_ = vulkan::flushes_subnormals(ctx_);
+      note = device_flushes_ ? "flushed by the device: outputs on flushed inputs accepted" : "kept by the device";
+    } catch (const std::exception& e) {
+      note = std::string("probe failed (outputs on flushed inputs accepted): ") + e.what();
+    }
+    w_.field("subnormals", note);
+  }
+
+  // ---- the shapes and the time limits -------------------------------------
+  void plan_shapes() {
+    const std::vector<input_case> all(all_cases.begin(), all_cases.end());
+    for (std::size_t i = 0; i < shapes_.size(); ++i) plan_.push_back({shapes_[i], i == 0 ? "prompt" : "given", all, ""});
+    cpu_device_ = ctx_.info().type == "cpu";
+    const double max_buffer = static_cast<double>(ctx_.info().max_storage_buffer_range);
+    // Held-out shapes take at most the prompt's operand bytes or
+    // grid_shape_byte_limit, whichever is more, and fit one storage buffer;
+    // on a CPU device they are sized by their work too (cpu_held_out_case_seconds).
+    const double held_total = std::max(grid_shape_byte_limit, operand_bytes(main_));
+    const std::function<double(const problem&)> case_seconds = [&](const problem& q) {
+      return 2 * dispatch_seconds(q, tiles_, true) + host_case_seconds(q);
+    };
+    const double held_seconds = cpu_device_ ? std::max(cpu_held_out_case_seconds, case_seconds(main_)) : 0;
+    std::vector<std::string> fit_notes;
+    auto fitted = [&](const std::vector<problem>& drawn) {
+      std::vector<problem> out;
+      for (const problem& h : drawn) {
+        const std::optional<problem> f = cpu_device_ ? fit_to_device(h, max_buffer, held_total, case_seconds, held_seconds)
+                                                     : fit_to_device(h, max_buffer, held_total);
+        if (!f) {
+          fit_notes.push_back("left out: " + describe(h) + " cannot be shrunk to fit the device");
+          continue;
+        }
+        if (!(f->dims == h.dims && f->dims2 == h.dims2))
+          fit_notes.push_back(describe(*f) + " instead of " + describe(h) +
+                              (cpu_device_ ? ": shrunk to fit the device's buffers and the work a CPU device runs in time"
+                                           : ": shrunk to fit the device's buffers"));
+        out.push_back(*f);
+      }
+      return out;
+    };
+    if (opt_.held_out) {
+      held_ = fitted(held_out_problems(main_, opt_.seed, tiles_));
+      residues_ = fitted(residue_problems(main_, opt_.seed, tiles_));
+    }
+    for (const auto& h : held_) plan_.push_back({h, "held_out", all, ""});
+    // The sweep is about the shapes, not the values: the normal case only.
+    for (const auto& h : residues_) plan_.push_back({h, "residue", {input_case::normal}, ""});
+    if (opt_.held_out) grid_ = grid_problem(held_.empty() ? main_ : held_.front(), tiles_, ctx_.info().max_storage_buffer_range);
+    else grid_.reason = "not drawn: the kernel passed the whole gate before; this run checks given shapes only";
+    if (grid_.p) plan_.push_back({*grid_.p, "grid_2d", {input_case::normal}, ""});
+    w_.key("held_out").begin_array();
+    for (const auto& h : held_) w_.value(describe(h));
+    w_.end_array();
+    w_.key("residues").begin_array();
+    for (const auto& h : residues_) w_.value(describe(h));
+    w_.end_array();
+    w_.key("held_out_notes").begin_array();
+    for (const auto& n : fit_notes) w_.value(n);
+    w_.end_array();
+    w_.key("grid_2d").begin_object().field("validated", grid_.p.has_value()).field("shape", grid_.p ? describe(*grid_.p) : "");
+    w_.field("workgroups", grid_.workgroups).field("rule", grid_.reason).end_object();
+    floor_ = opt_.dispatch_timeout.count() > 0 ? opt_.dispatch_timeout : ctx_.timeout();
+    announce_budget(0);
+    w_.field("worker_budget_ms", budget_ms_);
+  }
+
+  /// Time limits follow the work (docs/GENERATION.md, "Time limits"): each
+  /// shape's wait gets dispatch_timeout, and the worker's deadline is the
+  /// floor (30 s + 4 x the largest per-dispatch timeout) plus three times
+  /// the estimate of every run of every case on both contexts.
+  std::chrono::milliseconds timeout_for(const problem& q) const { return dispatch_timeout(q, tiles_, cpu_device_, floor_); }
+  /// The 2-D grid shape's point is the fold, not determinism (every other
+  /// shape checks that): on a CPU device, where its 65536 workgroups take
+  /// seconds, it runs once per context.
+  int runs_of(const gate_shape& s) const { return cpu_device_ && s.role == "grid_2d" ? 1 : 2; }
+  double shape_seconds(const gate_shape& s) const {
+    return static_cast<double>(s.cases.size()) *
+           (runs_of(s) * dispatch_seconds(s.p, tiles_, cpu_device_) + host_case_seconds(s.p));
+  }
+  void announce_budget(double extra_s) {
+    double longest = static_cast<double>(floor_.count()), work = extra_s;
+    for (const auto& s : plan_) {
+      longest = std::max(longest, static_cast<double>(timeout_for(s.p).count()));
+      work += 2 * shape_seconds(s);  // the robust and the plain context
+    }
+    work += opt_.benchmark ? 2.0 * (opt_.bench_reps + 1) * dispatch_seconds(main_, tiles_, cpu_device_) : 0.0;
+    work += opt_.revalidate ? shape_seconds(plan_.front()) : 0.0;
+    budget_ms_ = 30000 + 4 * longest + 3000 * work;
+    if (opt_.on_budget) opt_.on_budget(budget_ms_);
+  }
+
+  // ---- 4-6: the suite, guards and determinism, per shape -------------------
+  /// Runs the active variant on p: once, or twice on the same inputs
+  /// (outputs poisoned the same) with identical bits required.
+  void run_candidate(const problem& p, std::vector<host_tensor>& ts) {
+    try {
+      if (!twice_) {
+        active_->run(p, ts);
         return;
       }
       std::vector<host_tensor> again = ts;  // same inputs and the same poisoned outputs
-      active->run(p, ts);
-      active->run(p, again);
+      active_->run(p, ts);
+      active_->run(p, again);
       const auto specs = operands(p);
       for (std::size_t i = 0; i < specs.size(); ++i) {
         if (!specs[i].is_output) continue;
@@ -582,307 +713,264 @@ inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& sh
         }
       }
     } catch (const vulkan::device_lost& e) {
-      lost = true;
-      lost_reason = e.what();
+      lost_ = true;
+      lost_reason_ = e.what();
       throw;
     }
-  };
-  // The shapes: the caller's (the prompt's first), the held-out draws, the
-  // residue sweep and the 2-D-grid shape where there is one
-  // (docs/GENERATION.md, "Held-out shapes"), each fitted to the device.
-  struct gate_shape {
-    problem p;
-    std::string role;  // prompt, given, held_out, residue, grid_2d
-    std::vector<input_case> cases;
-    std::string instead_of;  // judged on p instead of this shape (the device's loop limit)
-  };
-  const std::vector<input_case> all(all_cases.begin(), all_cases.end());
-  std::vector<gate_shape> plan;
-  for (std::size_t i = 0; i < shapes.size(); ++i) plan.push_back({shapes[i], i == 0 ? "prompt" : "given", all, ""});
-  const kernel_reflection& refl = k->reflection();
-  const launch_tiles tiles{refl.local_size, refl.tile_m, refl.tile_n, refl.tile};
-  const bool cpu_device = ctx.info().type == "cpu";
-  const double max_buffer = static_cast<double>(ctx.info().max_storage_buffer_range);
-  // Held-out shapes take at most the prompt's operand bytes or
-  // grid_shape_byte_limit, whichever is more, and fit one storage buffer.
-  const double held_total = std::max(grid_shape_byte_limit, operand_bytes(main));
-  // On a CPU device, by their work too (cpu_held_out_case_seconds).
-  const std::function<double(const problem&)> case_seconds = [&](const problem& q) {
-    return 2 * dispatch_seconds(q, tiles, true) + host_case_seconds(q);
-  };
-  const double held_seconds = cpu_device ? std::max(cpu_held_out_case_seconds, case_seconds(main)) : 0;
-  std::vector<std::string> fit_notes;
-  auto fitted = [&](const std::vector<problem>& drawn) {
-    std::vector<problem> out;
-    for (const problem& h : drawn) {
-      const std::optional<problem> f =
-          cpu_device ? fit_to_device(h, max_buffer, held_total, case_seconds, held_seconds) : fit_to_device(h, max_buffer, held_total);
-      if (!f) {
-        fit_notes.push_back("left out: " + describe(h) + " cannot be shrunk to fit the device");
-        continue;
-      }
-      if (!(f->dims == h.dims && f->dims2 == h.dims2))
-        fit_notes.push_back(describe(*f) + " instead of " + describe(h) +
-                            (cpu_device ? ": shrunk to fit the device's buffers and the work a CPU device runs in time"
-                                        : ": shrunk to fit the device's buffers"));
-      out.push_back(*f);
-    }
-    return out;
-  };
-  const std::vector<problem> held = opt.held_out ? fitted(held_out_problems(main, opt.seed, tiles)) : std::vector<problem>{};
-  const std::vector<problem> residues = opt.held_out ? fitted(residue_problems(main, opt.seed, tiles)) : std::vector<problem>{};
-  for (const auto& h : held) plan.push_back({h, "held_out", all, ""});
-  // The sweep is about the shapes, not the values: the normal case only.
-  for (const auto& h : residues) plan.push_back({h, "residue", {input_case::normal}, ""});
-  grid_shape grid;
-  if (opt.held_out) grid = grid_problem(held.empty() ? main : held.front(), tiles, ctx.info().max_storage_buffer_range);
-  else grid.reason = "not drawn: the kernel passed the whole gate before; this run checks given shapes only";
-  if (grid.p) plan.push_back({*grid.p, "grid_2d", {input_case::normal}, ""});
-  w.key("held_out").begin_array();
-  for (const auto& h : held) w.value(describe(h));
-  w.end_array();
-  w.key("residues").begin_array();
-  for (const auto& h : residues) w.value(describe(h));
-  w.end_array();
-  w.key("held_out_notes").begin_array();
-  for (const auto& n : fit_notes) w.value(n);
-  w.end_array();
-  w.key("grid_2d").begin_object().field("validated", grid.p.has_value()).field("shape", grid.p ? describe(*grid.p) : "");
-  w.field("workgroups", grid.workgroups).field("rule", grid.reason).end_object();
+  }
 
-  // Time limits follow the work (docs/GENERATION.md, "Time limits"): each
-  // shape's wait gets dispatch_timeout, and the worker's deadline is the
-  // floor (30 s + 4 x the largest per-dispatch timeout) plus three times the
-  // estimate of every run of every case on both contexts.
-  const std::chrono::milliseconds floor = opt.dispatch_timeout.count() > 0 ? opt.dispatch_timeout : ctx.timeout();
-  auto timeout_for = [&](const problem& q) { return dispatch_timeout(q, tiles, cpu_device, floor); };
-  // The 2-D grid shape's point is the fold, not determinism (every other
-  // shape checks that): on a CPU device, where its 65536 workgroups take
-  // seconds, it runs once per context.
-  auto runs_of = [&](const gate_shape& s) { return cpu_device && s.role == "grid_2d" ? 1 : 2; };
-  auto shape_seconds = [&](const gate_shape& s) {
-    return static_cast<double>(s.cases.size()) *
-           (runs_of(s) * dispatch_seconds(s.p, tiles, cpu_device) + host_case_seconds(s.p));
-  };
-  double budget_ms = 0;
-  auto announce_budget = [&](double extra_s) {
-    double longest = static_cast<double>(floor.count()), work = extra_s;
-    for (const auto& s : plan) {
-      longest = std::max(longest, static_cast<double>(timeout_for(s.p).count()));
-      work += 2 * shape_seconds(s);  // the robust and the plain context
-    }
-    work += opt.benchmark ? 2.0 * (opt.bench_reps + 1) * dispatch_seconds(main, tiles, cpu_device) : 0.0;
-    work += opt.revalidate ? shape_seconds(plan.front()) : 0.0;
-    budget_ms = 30000 + 4 * longest + 3000 * work;
-    if (opt.on_budget) opt.on_budget(budget_ms);
-  };
-  announce_budget(0);
-  w.field("worker_budget_ms", budget_ms);
+  /// The suite on one shape (seed + its index), written to the answer's array.
+  report run_shape(const gate_shape& s, std::size_t i, std::uint64_t seed) {
+    suite_options so;
+    so.seed = seed + 0x9e3779b97f4a7c15ull * i;
+    so.skip_degenerate = true;
+    so.contract = true;                          // contract kernels: embedding's bad ids too
+    so.stop_at_first_failure = true;             // a wrong kernel's verdict costs one failing case
+    so.allow_flushed_inputs = device_flushes_;   // flushed subnormal inputs only where the device flushes them
+    so.cases = s.cases;
+    cur_ctx_->set_timeout(timeout_for(s.p));
+    twice_ = runs_of(s) == 2;
+    const auto t0 = std::chrono::steady_clock::now();
+    const executor candidate = [this](const problem& p, std::vector<host_tensor>& ts) { run_candidate(p, ts); };
+    report r = lost_ ? report{} : validate(s.p, candidate, so);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // A derived shape's only case may have a degenerate reference (tiny
+    // shapes): no evidence either way, not a failure.
+    if (!lost_ && r.num_total == 0 && (s.role == "residue" || s.role == "grid_2d")) r.all_passed = true;
+    w_.begin_object().field("shape", describe(s.p)).field("role", s.role).field("held_out", s.role != "prompt" && s.role != "given");
+    if (!s.instead_of.empty()) w_.field("instead_of", s.instead_of).field("loop_limit", loop_limit_);
+    w_.field("shared_fill", active_ == kf_.get() ? "specials" : active_ == k_.get() ? "none" : "zeros").field("seconds", secs);
+    w_.field("timeout_ms", static_cast<double>(cur_ctx_->timeout().count()));
+    w_.key("report").raw(r.to_json()).end_object();
+    return r;
+  }
 
-  // A device that stops an invocation's loops (lavapipe: 65535 iterations in
-  // all) fails a correct kernel whose invocations loop over a long row. Where
-  // a shape fails on such a device and four passes over its long axes could
-  // pass the limit, the shape is judged on loop_fit_problem instead (the same
-  // shape, shrunk along them): a kernel wrong there is still rejected. Only
-  // where the gate admits a kernel (held_out): a check of given shapes
-  // (gen/bucket.hpp's verdicts) asks whether the kernel runs them here.
-  bool probed = false;
-  std::uint64_t loop_limit = 0;
-  std::string probe_error;
-  std::vector<std::string> loop_notes;
-  auto device_loop_limit = [&]() {
-    if (!probed) {
-      probed = true;
-      try {
-        loop_limit = vulkan::loop_iteration_limit(ctx);
-      } catch (const std::exception& e) {
-        loop_limit = 0;  // no limit known: the failure stands
-        probe_error = e.what();
-      }
-    }
-    return loop_limit;
-  };
-  vulkan::context* cur_ctx = &ctx;
-  auto label_of = [&](const gate_shape& s) -> std::string {
+  std::string label_of(const gate_shape& s) const {
     if (s.role == "held_out") return " (held-out shape)";
     if (s.role == "residue") return " (held-out shape of the residue sweep)";
-    if (s.role == "grid_2d") return " (held-out 2-D grid shape, " + std::to_string(grid.workgroups) + " workgroups)";
+    if (s.role == "grid_2d") return " (held-out 2-D grid shape, " + std::to_string(grid_.workgroups) + " workgroups)";
     return "";
-  };
-  auto validate_shapes = [&](std::uint64_t seed, std::vector<gate_shape>& ps, std::string* reason) {
+  }
+
+  /// The device's loop limit, probed once (0: none known).
+  std::uint64_t device_loop_limit() {
+    if (!probed_) {
+      probed_ = true;
+      try {
+        loop_limit_ = vulkan::loop_iteration_limit(ctx_);
+      } catch (const std::exception& e) {
+        loop_limit_ = 0;  // no limit known: the failure stands
+        probe_error_ = e.what();
+      }
+    }
+    return loop_limit_;
+  }
+
+  /// Where the filled variant failed: the kernel with zeros in its shared
+  /// memory on the same shape and seed. Where that passes, the failure is
+  /// what the kernel read before anything wrote it: the reason, else "".
+  std::string unwritten_read(const gate_shape& s, std::size_t i, std::uint64_t seed, const std::string& failure) {
+    if (active_ != kf_.get() || !kf_) return "";
+    std::unique_ptr<kernel_runner> zeros;
+    try {
+      zeros = std::make_unique<kernel_runner>(*cur_ctx_, main_, "generated_zero_filled_" + main_.op,
+                                              fill_shared_memory(glsl_, k_->spirv(), fill_value::zeros).glsl);
+    } catch (const vulkan::device_lost& e) {
+      lost_ = true;
+      lost_reason_ = e.what();
+      return "";
+    } catch (const std::exception&) {
+      return "";  // no verdict on the cause; the failure stands as it is
+    }
+    kernel_runner* filled = active_;
+    active_ = zeros.get();
+    const report zero_filled = run_shape(s, i, seed);
+    active_ = filled;
+    if (lost_ || !zero_filled.all_passed) return "";
+    return "reads shared memory no invocation wrote: " + failure +
+           " with its shared memory filled with +Inf, -Inf and NaN before it runs (filled with zeros, as the devices "
+           "tried leave it, it passes)";
+  }
+
+  /// A device that stops an invocation's loops (lavapipe: 65535 iterations
+  /// in all) fails a correct kernel whose invocations loop over a long row.
+  /// Where a shape fails on such a device and four passes over its long axes
+  /// could pass the limit, the shape is judged on loop_fit_problem instead
+  /// (the same shape, shrunk along them): a kernel wrong there is still
+  /// rejected. Only where the gate admits a kernel (held_out): a check of
+  /// given shapes (gen/bucket.hpp's verdicts) asks whether the kernel runs
+  /// them here. Returns whether the shape passed there; `failure` becomes
+  /// the reason where it did not.
+  bool judged_at_loop_limit(std::vector<gate_shape>& ps, std::size_t i, std::uint64_t seed, std::string& failure) {
+    if (!opt_.held_out || !ps[i].instead_of.empty() || device_loop_limit() == 0) return false;
+    const problem fit = loop_fit_problem(ps[i].p, loop_limit_, tiles_);
+    // The 2-D grid shape is there for its workgroups past 65535 along x:
+    // shrunk until its grid folds no more, it would test nothing of that
+    // (a kernel that ignores gl_WorkGroupID.y would pass), so there the
+    // failure stands.
+    if (ps[i].role == "grid_2d" && family_of(fit).launch_of(fit, tiles_).grid[1] <= 1) {
+      failure += " (not judged on a shape shrunk to the loop limit of " + std::to_string(loop_limit_) + " iterations of " +
+                 ctx_.info().name + ": " + describe(fit) + " would need no 2-D grid)";
+      return false;
+    }
+    if (fit.dims == ps[i].p.dims && fit.dims2 == ps[i].p.dims2 && fit.attrs == ps[i].p.attrs) return false;
+    const std::string note = "judged on " + describe(fit) + " instead of " + describe(ps[i].p) + ": the loop limit of " +
+                             std::to_string(loop_limit_) + " iterations per invocation of " + ctx_.info().name;
+    gate_shape s = ps[i];
+    s.instead_of = describe(ps[i].p);
+    s.p = fit;
+    announce_budget(2 * shape_seconds(s));
+    const report r2 = run_shape(s, i, seed);
+    if (lost_) return false;
+    if (r2.all_passed) {
+      ps[i] = std::move(s);  // later passes (the plain context, the re-validation) judge it there too
+      if (std::find(loop_notes_.begin(), loop_notes_.end(), note) == loop_notes_.end()) loop_notes_.push_back(note);
+      return true;
+    }
+    failure = failure_summary(r2, describe(fit) + label_of(ps[i])) + " (" + note + ")";
+    return false;
+  }
+
+  /// The suite on every shape of ps in order, stopping at the first that
+  /// fails: true where all passed, else `reason` says why (lost_ set where
+  /// the device was lost).
+  bool validate_shapes(std::uint64_t seed, std::vector<gate_shape>& ps, std::string& reason) {
     bool ok = true;
-    w.begin_array();
-    auto run_one = [&](const gate_shape& s, std::size_t i) {
-      suite_options so;
-      so.seed = seed + 0x9e3779b97f4a7c15ull * i;
-      so.skip_degenerate = true;
-      so.contract = true;  // contract kernels: embedding's bad ids too
-      so.stop_at_first_failure = true;  // a wrong kernel's verdict costs one failing case
-      so.allow_flushed_inputs = device_flushes;  // flushed subnormal inputs only where the device flushes them
-      so.cases = s.cases;
-      cur_ctx->set_timeout(timeout_for(s.p));
-      twice = runs_of(s) == 2;
-      const auto t0 = std::chrono::steady_clock::now();
-      report r = lost ? report{} : validate(s.p, candidate, so);
-      const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-      // A derived shape's only case may have a degenerate reference (tiny
-      // shapes): no evidence either way, not a failure.
-      if (!lost && r.num_total == 0 && (s.role == "residue" || s.role == "grid_2d")) r.all_passed = true;
-      w.begin_object().field("shape", describe(s.p)).field("role", s.role).field("held_out", s.role != "prompt" && s.role != "given");
-      if (!s.instead_of.empty()) w.field("instead_of", s.instead_of).field("loop_limit", loop_limit);
-      w.field("shared_fill", active == kf.get() ? "specials" : active == k.get() ? "none" : "zeros").field("seconds", secs);
-      w.field("timeout_ms", static_cast<double>(cur_ctx->timeout().count()));
-      w.key("report").raw(r.to_json()).end_object();
-      return r;
-    };
-    for (std::size_t i = 0; i < ps.size() && ok; ++i) {
-      const report r = run_one(ps[i], i);
-      if (lost) break;
-      if (r.all_passed) continue;
+    w_.begin_array();
+    for (std::size_t i = 0; i < ps.size() && ok && !lost_; ++i) {
+      const report r = run_shape(ps[i], i, seed);
+      if (lost_ || r.all_passed) continue;
       std::string failure = failure_summary(r, describe(ps[i].p) + label_of(ps[i]));
-      if (active != k.get()) {
-        // The kernel with zeros in its shared memory on the same shape and
-        // seed: where it passes, the failure is what the kernel read before
-        // anything wrote it.
-        std::unique_ptr<kernel_runner> zeros;
-        try {
-          zeros = std::make_unique<kernel_runner>(*cur_ctx, main, "generated_zero_filled_" + main.op,
-                                                  fill_shared_memory(glsl, k->spirv(), fill_value::zeros).glsl);
-        } catch (const vulkan::device_lost& e) {
-          lost = true;
-          lost_reason = e.what();
-          break;
-        } catch (const std::exception&) {
-          // no verdict on the cause; the failure stands as it is
-        }
-        if (zeros) {
-          kernel_runner* filled = active;
-          active = zeros.get();
-          const report zero_filled = run_one(ps[i], i);
-          active = filled;
-          if (lost) break;
-          if (zero_filled.all_passed) {
-            ok = false;
-            *reason = "reads shared memory no invocation wrote: " + failure +
-                      " with its shared memory filled with +Inf, -Inf and NaN before it runs (filled with zeros, as the "
-                      "devices tried leave it, it passes)";
-            break;
-          }
-        }
+      const std::string unwritten = unwritten_read(ps[i], i, seed, failure);
+      if (lost_) break;
+      if (!unwritten.empty()) {
+        reason = unwritten;
+        ok = false;
+        break;
       }
-      if (opt.held_out && ps[i].instead_of.empty() && device_loop_limit() > 0) {
-        const problem fit = loop_fit_problem(ps[i].p, loop_limit, tiles);
-        // The 2-D grid shape is there for its workgroups past 65535 along x:
-        // shrunk until its grid folds no more, it would test nothing of that
-        // (a kernel that ignores gl_WorkGroupID.y would pass), so there the
-        // failure stands.
-        const bool grid_lost = ps[i].role == "grid_2d" && family_of(fit).launch_of(fit, tiles).grid[1] <= 1;
-        if (grid_lost)
-          failure += " (not judged on a shape shrunk to the loop limit of " + std::to_string(loop_limit) + " iterations of " +
-                     ctx.info().name + ": " + describe(fit) + " would need no 2-D grid)";
-        if (!grid_lost && !(fit.dims == ps[i].p.dims && fit.dims2 == ps[i].p.dims2 && fit.attrs == ps[i].p.attrs)) {
-          const std::string note = "judged on " + describe(fit) + " instead of " + describe(ps[i].p) +
-                                   ": the loop limit of " + std::to_string(loop_limit) +
-                                   " iterations per invocation of " + ctx.info().name;
-          gate_shape s = ps[i];
-          s.instead_of = describe(ps[i].p);
-          s.p = fit;
-          announce_budget(2 * shape_seconds(s));
-          const report r2 = run_one(s, i);
-          if (lost) break;
-          if (r2.all_passed) {
-            ps[i] = std::move(s);  // later passes (the plain context, the re-validation) judge it there too
-            if (std::find(loop_notes.begin(), loop_notes.end(), note) == loop_notes.end()) loop_notes.push_back(note);
-            continue;
-          }
-          failure = failure_summary(r2, describe(fit) + label_of(ps[i])) + " (" + note + ")";
-        }
-      }
+      if (judged_at_loop_limit(ps, i, seed, failure)) continue;
+      if (lost_) break;
       ok = false;
-      *reason = failure;
+      reason = failure;
     }
-    w.end_array();
-    return ok;
-  };
-  auto loop_text = [&]() {
-    std::string s;
-    for (const auto& n : loop_notes) s += "; " + n;
-    return s;
-  };
-  auto write_loop_limit = [&]() {
-    if (!probed) return;
-    w.key("loop_limit").begin_object().field("iterations", loop_limit);
-    if (!probe_error.empty()) w.field("probe_error", probe_error);
-    w.key("judged_instead").begin_array();
-    for (const auto& n : loop_notes) w.value(n);
-    w.end_array().end_object();
-  };
-  std::string reason;
-  w.key("validation");
-  const bool valid = validate_shapes(opt.seed, plan, &reason);
-  if (lost) return finish(false, stage::timeout, lost_reason);
-  if (!valid) {
+    w_.end_array();
+    return ok && !lost_;
+  }
+
+  /// The verdict of a validation pass that failed: a timeout where the device was lost.
+  bool failed_validation(const std::string& prefix, const std::string& reason) {
+    if (lost_) return reject(stage::timeout, lost_reason_);
     write_loop_limit();
-    return finish(false, stage::validation, reason);
+    return reject(stage::validation, prefix + reason);
   }
 
-  vulkan::context* run_ctx = &ctx;
-  if (ctx.robust_buffer_access() && opt.plain_context) {
+  /// The suite on the context given (robust buffer access in the sandbox).
+  bool validate_robust() {
+    std::string reason;
+    w_.key("validation");
+    return validate_shapes(opt_.seed, plan_, reason) || failed_validation("", reason);
+  }
+
+  /// Again on a context without robust buffer access (gate.hpp's header).
+  bool validate_plain() {
+    if (!ctx_.robust_buffer_access() || !opt_.plain_context) return true;
     try {
-      run_ctx = &opt.plain_context();
-      cur_ctx = run_ctx;
-      k = std::make_unique<kernel_runner>(*run_ctx, main, "generated_" + main.op, glsl);
-      kf.reset();
-      make_filled(*run_ctx);
-      active = kf ? kf.get() : k.get();
+      run_ctx_ = &opt_.plain_context();
+      cur_ctx_ = run_ctx_;
+      k_ = std::make_unique<kernel_runner>(*run_ctx_, main_, "generated_" + main_.op, glsl_);
+      make_filled(*run_ctx_);
+      active_ = kf_ ? kf_.get() : k_.get();
     } catch (const vulkan::device_lost& e) {
-      return finish(false, stage::timeout, e.what());
+      return reject(stage::timeout, e.what());
     } catch (const std::exception& e) {
-      return finish(false, stage::interface, std::string("without robust buffer access: ") + e.what());
+      return reject(stage::interface, std::string("without robust buffer access: ") + e.what());
     }
-    w.key("plain_validation");
-    if (!validate_shapes(opt.seed ^ 0x2545f4914f6cdd1dull, plan, &reason)) {
-      if (lost) return finish(false, stage::timeout, lost_reason);
-      write_loop_limit();
-      return finish(false, stage::validation, "without robust buffer access: " + reason);
-    }
+    std::string reason;
+    w_.key("plain_validation");
+    return validate_shapes(opt_.seed ^ 0x2545f4914f6cdd1dull, plan_, reason) ||
+           failed_validation("without robust buffer access: ", reason);
   }
 
-  active = k.get();  // the benchmark and the re-validation: the kernel as written
-  if (opt.benchmark) {
+  // ---- 7: the benchmark against kforge's own kernel, as written ------------
+  bool benchmark() {
+    active_ = k_.get();  // the benchmark and the re-validation: the kernel as written
+    if (!opt_.benchmark) return true;
     try {
-      std::vector<host_tensor> ts = allocate(main);
-      generate_inputs(main, input_case::normal, opt.seed, ts);
-      run_ctx->set_timeout(timeout_for(main) * (opt.bench_reps + 1));
-      const double cand = k->time_ms(main, ts, opt.bench_reps);
-      kernel_runner builtin(*run_ctx, main, "kforge_" + main.op, template_source(main));
-      const double own = builtin.time_ms(main, ts, opt.bench_reps);
-      w.key("benchmark").begin_object().field("candidate_ms", cand).field("builtin_ms", own);
-      w.field("speedup_vs_builtin", cand > 0 ? own / cand : 0.0).field("reps", opt.bench_reps);
-      w.field("timer", run_ctx->info().timestamps ? "gpu timestamps" : "wall clock").field("device", run_ctx->info().name);
-      w.field("robust_buffer_access", run_ctx->robust_buffer_access()).end_object();
+      std::vector<host_tensor> ts = allocate(main_);
+      generate_inputs(main_, input_case::normal, opt_.seed, ts);
+      run_ctx_->set_timeout(timeout_for(main_) * (opt_.bench_reps + 1));
+      const double cand = k_->time_ms(main_, ts, opt_.bench_reps);
+      kernel_runner builtin(*run_ctx_, main_, "kforge_" + main_.op, template_source(main_));
+      const double own = builtin.time_ms(main_, ts, opt_.bench_reps);
+      w_.key("benchmark").begin_object().field("candidate_ms", cand).field("builtin_ms", own);
+      w_.field("speedup_vs_builtin", cand > 0 ? own / cand : 0.0).field("reps", opt_.bench_reps);
+      w_.field("timer", run_ctx_->info().timestamps ? "gpu timestamps" : "wall clock").field("device", run_ctx_->info().name);
+      w_.field("robust_buffer_access", run_ctx_->robust_buffer_access()).end_object();
     } catch (const vulkan::device_lost& e) {
-      return finish(false, stage::timeout, e.what());
+      return reject(stage::timeout, e.what());
     }
+    return true;
   }
-  if (opt.revalidate) {
-    // After timing: a kernel whose results change once it has run many times
-    // (state kept in buffers, races that need a warm cache) fails here.
-    w.key("revalidation");
-    std::vector<gate_shape> first{plan.front()};
-    if (!validate_shapes(opt.seed ^ 0x5bd1e995u, first, &reason)) {
-      if (lost) return finish(false, stage::timeout, lost_reason);
-      write_loop_limit();
-      return finish(false, stage::validation, "after timing: " + reason);
-    }
+
+  // ---- 8: the re-validation after timing ----------------------------------
+  /// A kernel whose results change once it has run many times (state kept
+  /// in buffers, races that need a warm cache) fails here.
+  bool revalidate() {
+    if (!opt_.revalidate) return true;
+    std::string reason;
+    w_.key("revalidation");
+    std::vector<gate_shape> first{plan_.front()};
+    return validate_shapes(opt_.seed ^ 0x5bd1e995u, first, reason) || failed_validation("after timing: ", reason);
   }
-  write_loop_limit();
-  return finish(true, stage::accepted,
-                "passed " + std::to_string(shapes.size() + held.size()) + " shapes (" + std::to_string(held.size()) +
-                    " held out) x " + std::to_string(all.size()) + " cases, " + std::to_string(residues.size()) +
-                    " shapes of the residue sweep" +
-                    (grid.p ? " and a 2-D grid shape of " + std::to_string(grid.workgroups) + " workgroups" : "") +
-                    ", deterministic" + loop_text());
+
+  std::string loop_text() const {
+    std::string s;
+    for (const auto& n : loop_notes_) s += "; " + n;
+    return s;
+  }
+  void write_loop_limit() {
+    if (!probed_) return;
+    w_.key("loop_limit").begin_object().field("iterations", loop_limit_);
+    if (!probe_error_.empty()) w_.field("probe_error", probe_error_);
+    w_.key("judged_instead").begin_array();
+    for (const auto& n : loop_notes_) w_.value(n);
+    w_.end_array().end_object();
+  }
+
+  vulkan::context& ctx_;
+  vulkan::context* cur_ctx_;            // where the suite runs now
+  vulkan::context* run_ctx_ = &ctx_;    // where the benchmark and the re-validation run
+  const std::vector<problem>& shapes_;
+  const problem& main_;
+  const std::string& glsl_;
+  gate_options opt_;
+  json_writer w_;
+  std::string verdict_;
+  std::unique_ptr<kernel_runner> k_, kf_;  // the kernel as written; with its shared memory filled
+  kernel_runner* active_ = nullptr;        // the one the suite runs
+  shared_fill fill_;
+  std::string fill_error_;
+  launch_tiles tiles_{};
+  bool cpu_device_ = false, device_flushes_ = true, twice_ = true;
+  std::vector<gate_shape> plan_;
+  std::vector<problem> held_, residues_;
+  grid_shape grid_;
+  std::chrono::milliseconds floor_{0};
+  double budget_ms_ = 0;
+  bool lost_ = false;
+  std::string lost_reason_;
+  bool probed_ = false;
+  std::uint64_t loop_limit_ = 0;
+  std::string probe_error_;
+  std::vector<std::string> loop_notes_;
+};
+
+}  // namespace detail
+
+inline std::string run_gate(vulkan::context& ctx, const std::vector<problem>& shapes, const std::string& glsl,
+                            gate_options opt = {}) {
+  if (shapes.empty()) throw argument_error("kforge::gen::run_gate: no shapes");
+  return detail::gate_run(ctx, shapes, glsl, std::move(opt)).run();
 }
 
 }  // namespace kforge::gen
