@@ -6,6 +6,7 @@
 #include "kforge/core/dispatch.hpp"
 #include "kforge/core/dtype.hpp"
 #include "kforge/core/error.hpp"
+#include "kforge/core/quant.hpp"
 #include "kforge/core/tensor.hpp"
 #include "kforge/cpu/cpu.hpp"
 #include "kforge/eigen/eigen.hpp"
