@@ -9,6 +9,7 @@
 #include "kforge/core/quant.hpp"
 #include "kforge/core/tensor.hpp"
 #include "kforge/cpu/cpu.hpp"
+#include "kforge/cpu/quant_gemm.hpp"
 #include "kforge/eigen/eigen.hpp"
 #include "kforge/ops/ops.hpp"
 #include "kforge/policy/policy.hpp"

@@ -149,6 +149,17 @@ struct minifloat {
 inline constexpr minifloat e4m3{4, 3, 7, false};
 inline constexpr minifloat e5m2{5, 2, 15, true};
 
+/// Every code's value (decode), built once: dequantising by table.
+inline const std::array<float, 256>& fp8_values(const minifloat& mf) {
+  auto make = [](const minifloat& f) {
+    std::array<float, 256> t{};
+    for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = f.decode(static_cast<std::uint8_t>(c));
+    return t;
+  };
+  static const std::array<float, 256> t4 = make(e4m3), t5 = make(e5m2);
+  return mf.ieee ? t5 : t4;
+}
+
 /// E2M1 (FP4) values times two, by code: 0, 0.5, 1, 1.5, 2, 3, 4, 6 and their negatives.
 inline constexpr std::array<std::int8_t, 16> e2m1_doubled{0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12};
 
@@ -164,6 +175,17 @@ inline float rounded(float x) {
   x = v;
 #endif
   return x;
+}
+
+/// An mxfp4 block's scale for the doubled E2M1 table: 2^(e − 128) (half of
+/// E8M0's 2^(e − 127)); 0xFF is NaN.
+/// Built from the bits (a library ldexp per block costs more than the block).
+inline float mxfp4_half_scale(std::uint8_t e) {
+  if (e == 0xff) return NAN;
+  const std::uint32_t bits = e < 2 ? 0x00200000u << e : static_cast<std::uint32_t>(e - 1) << 23;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
 }
 
 inline void put_f16(std::uint8_t* p, float v) {
@@ -254,7 +276,7 @@ class quantized_matrix {
       case qformat::mxfp4:
         for (index_t b = 0; b < nb; ++b, p += 17) {
           // E2M1 values are doubled in the table: half the scale (2^(e-128)).
-          const float d = p[0] == 0xff ? NAN : std::ldexp(1.0f, static_cast<int>(p[0]) - 128);
+          const float d = quant_detail::mxfp4_half_scale(p[0]);
           for (int j = 0; j < 16; ++j) {
             out[b * 32 + j] = static_cast<float>(quant_detail::e2m1_doubled[p[1 + j] & 15]) * d;
             out[b * 32 + j + 16] = static_cast<float>(quant_detail::e2m1_doubled[p[1 + j] >> 4]) * d;
@@ -264,8 +286,8 @@ class quantized_matrix {
       case qformat::fp8_e4m3:
       case qformat::fp8_e5m2: {
         const float s = scale(n);
-        const auto& mf = format_ == qformat::fp8_e4m3 ? quant_detail::e4m3 : quant_detail::e5m2;
-        for (index_t j = 0; j < k_; ++j) out[j] = mf.decode(p[j]) * s;
+        const auto& t = quant_detail::fp8_values(format_ == qformat::fp8_e4m3 ? quant_detail::e4m3 : quant_detail::e5m2);
+        for (index_t j = 0; j < k_; ++j) out[j] = t[p[j]] * s;
         break;
       }
     }
@@ -319,7 +341,7 @@ inline void mxfp4_block(const float* x, std::uint8_t* y) {
   // the smallest step anyway).
   const float ef = amax > 0 ? std::floor(std::log2(amax)) - 2 + 127 : 0.0f;
   const std::uint8_t e = static_cast<std::uint8_t>(ef < 0 ? 0.0f : ef);
-  const float d = std::ldexp(1.0f, static_cast<int>(e) - 128);  // the doubled table's scale
+  const float d = mxfp4_half_scale(e);
   auto nearest = [&](float v) {
     int best = 0;
     float err = std::fabs(e2m1_doubled[0] * d - v);

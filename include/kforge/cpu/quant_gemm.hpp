@@ -1,0 +1,165 @@
+// kforge/cpu/quant_gemm.hpp — Y = X · Wᵀ on the CPU with W a quantized
+// weight (core/quant.hpp: N rows of K, each along K in its format) and X, Y
+// f32: the decode rows of a language model (M of 1 to a few dozen), reading
+// the packed bytes of W once per M-tile and never a dequantized copy.
+//
+// Meaning: exactly the f32 gemm of X and dequantize(W) — each weight is
+// rebuilt as the format defines it (q·d as a float product, the E2M1/FP8
+// value times its scale) before it meets x, and sums are f32; only the order
+// of the additions differs from the reference.
+//
+// Work: the rows of W (output columns) are split over the threads
+// (cpu::detail::parallel_for); each thread takes up to 4 rows of X at a
+// time and walks each row of W block by block, rebuilding a block of 32
+// weights in two registers and multiplying it into the M accumulators. On
+// AVX-512: q8_0 by sign extension, q4_0 and mxfp4 by a 16-entry permute of
+// their values times the block's scale. Other formats and ISAs rebuild a row
+// of W into a thread's buffer (dequantize_row) and dot it with X's rows.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "kforge/core/quant.hpp"
+#include "kforge/cpu/isa.hpp"
+#include "kforge/cpu/thread_pool.hpp"
+
+namespace kforge::cpu {
+
+namespace quant_detail {
+
+inline constexpr index_t m_tile = 4;
+
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+/// The two halves of block b of row p (32 weights: elements 0-15, 16-31) as floats.
+template <qformat F>
+KFORGE_CPU_INLINE void load_block(const std::uint8_t* p, __m512& lo, __m512& hi) {
+  if constexpr (F == qformat::q8_0) {
+    const __m512 d = _mm512_set1_ps(kforge::quant_detail::get_f16(p));
+    const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
+    const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18));
+    lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), d);
+    hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), d);
+  } else {
+    // q4_0 and mxfp4: a nibble indexes 16 values, multiplied by the block's
+    // scale once (the same float products q·d as dequantize_row) and
+    // permuted into place.
+    __m512 table;
+    if constexpr (F == qformat::q4_0) {
+      const __m512 d = _mm512_set1_ps(kforge::quant_detail::get_f16(p));
+      table = _mm512_mul_ps(_mm512_setr_ps(-8, -7, -6, -5, -4, -3, -2, -1, 0, 1, 2, 3, 4, 5, 6, 7), d);
+      p += 2;
+    } else {
+      table = _mm512_mul_ps(_mm512_setr_ps(0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12),
+                            _mm512_set1_ps(kforge::quant_detail::mxfp4_half_scale(p[0])));
+      p += 1;
+    }
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i m = _mm_set1_epi8(0x0f);
+    lo = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(q, m)), table);
+    hi = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), table);
+  }
+}
+
+/// Rows [n0, n1) of Y's columns for rows [i0, i0 + mt) of X, mt <= m_tile.
+template <qformat F>
+void rows_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_t i0, index_t mt, float* y, index_t ldy,
+                 index_t n0, index_t n1) {
+  const index_t nb = w.cols() / 32;
+  constexpr index_t bb = info_of(F).block_bytes;
+  for (index_t n = n0; n < n1; ++n) {
+    const std::uint8_t* p = w.row(n);
+    // Four chains per row of X (two blocks, two halves): one chain would
+    // wait on the FMA's latency at every block.
+    __m512 acc[m_tile][4];
+    for (index_t i = 0; i < m_tile; ++i)
+      for (auto& a : acc[i]) a = _mm512_setzero_ps();
+    index_t b = 0;
+    for (; b + 2 <= nb; b += 2, p += 2 * bb) {
+      __m512 lo0, hi0, lo1, hi1;
+      load_block<F>(p, lo0, hi0);
+      load_block<F>(p + bb, lo1, hi1);
+      for (index_t i = 0; i < mt; ++i) {
+        const float* xr = x + (i0 + i) * ldx + b * 32;
+        acc[i][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), lo0, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 16), hi0, acc[i][1]);
+        acc[i][2] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 32), lo1, acc[i][2]);
+        acc[i][3] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 48), hi1, acc[i][3]);
+      }
+    }
+    if (b < nb) {
+      __m512 lo, hi;
+      load_block<F>(p, lo, hi);
+      for (index_t i = 0; i < mt; ++i) {
+        const float* xr = x + (i0 + i) * ldx + b * 32;
+        acc[i][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), lo, acc[i][0]);
+        acc[i][1] = _mm512_fmadd_ps(_mm512_loadu_ps(xr + 16), hi, acc[i][1]);
+      }
+    }
+    for (index_t i = 0; i < mt; ++i)
+      y[(i0 + i) * ldy + n] =
+          _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3])));
+  }
+}
+#endif
+
+/// Any format, any ISA: row n of W rebuilt into buf, then dotted with X's rows.
+inline void rows_generic(const quantized_matrix& w, const float* x, index_t ldx, index_t i0, index_t mt, float* y,
+                         index_t ldy, index_t n0, index_t n1, std::vector<float>& buf) {
+  using S = detail::simd_native;
+  const index_t k = w.cols();
+  buf.resize(static_cast<std::size_t>(k));
+  for (index_t n = n0; n < n1; ++n) {
+    w.dequantize_row(n, buf.data());
+    for (index_t i = 0; i < mt; ++i) {
+      const float* xr = x + (i0 + i) * ldx;
+      typename S::reg acc = S::zero();
+      index_t j = 0;
+      for (; j + S::width <= k; j += S::width) acc = S::fmadd(S::load(xr + j), S::load(buf.data() + j), acc);
+      float lanes[S::width];
+      S::store(lanes, acc);
+      float s = 0;
+      for (float l : lanes) s += l;
+      for (; j < k; ++j) s += xr[j] * buf[static_cast<std::size_t>(j)];
+      y[(i0 + i) * ldy + n] = s;
+    }
+  }
+}
+
+}  // namespace quant_detail
+
+/// Y (m × N, leading dimension ldy) = X (m × K, leading dimension ldx) · Wᵀ
+/// for a quantized W of N rows of K (the header comment), on up to nthreads
+/// threads (0: default_num_threads()). shape_error for m < 1 or leading
+/// dimensions below K (X) or N (Y).
+inline void gemm_quantized(const quantized_matrix& w, const float* x, index_t m, index_t ldx, float* y, index_t ldy,
+                           int nthreads = 0) {
+  const index_t n = w.rows(), k = w.cols();
+  if (m < 1 || ldx < k || ldy < n)
+    throw shape_error("kforge::gemm_quantized: X [" + std::to_string(m) + "x" + std::to_string(k) + "] (ld " +
+                      std::to_string(ldx) + ") times W^T [" + std::to_string(k) + "x" + std::to_string(n) + "] into Y (ld " +
+                      std::to_string(ldy) + ")");
+  if (nthreads <= 0) nthreads = default_num_threads();
+  // A chunk of W's rows is at least ~64 KiB of packed bytes.
+  const index_t grain = std::max<index_t>(1, 65536 / std::max<index_t>(1, w.row_bytes()));
+  for (index_t i0 = 0; i0 < m; i0 += quant_detail::m_tile) {
+    const index_t mt = std::min(quant_detail::m_tile, m - i0);
+    detail::parallel_for(nthreads, n, grain, [&](std::int64_t n0, std::int64_t n1) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+      switch (w.format()) {
+        case qformat::q8_0: quant_detail::rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+        case qformat::q4_0: quant_detail::rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+        case qformat::mxfp4: quant_detail::rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+        default: break;
+      }
+#endif
+      thread_local std::vector<float> buf;
+      quant_detail::rows_generic(w, x, ldx, i0, mt, y, ldy, n0, n1, buf);
+    });
+  }
+}
+
+}  // namespace kforge::cpu
