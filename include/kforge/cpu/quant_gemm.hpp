@@ -13,8 +13,9 @@
 // time and walks each row of W block by block, rebuilding a block of 32
 // weights in two registers and multiplying it into the M accumulators. On
 // AVX-512: q8_0 by sign extension, q4_0 and mxfp4 by a 16-entry permute of
-// their values times the block's scale. Other formats and ISAs rebuild a row
-// of W into a thread's buffer (dequantize_row) and dot it with X's rows.
+// their values times the block's scale, fp8 (K a multiple of 32) by permutes
+// of its 128 magnitudes. Other ISAs (and fp8 rows of other lengths) rebuild a
+// row of W into a thread's buffer (dequantize_row) and dot it with X's rows.
 #pragma once
 
 #include <algorithm>
@@ -34,10 +35,37 @@ namespace quant_detail {
 inline constexpr index_t m_tile = 4;
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
+/// What a row of an fp8 matrix needs: the values of codes 0-127 (eight
+/// registers of 16) and the row's scale.
+struct fp8_row {
+  __m512 t[8];
+  __m512 s;
+};
+
+/// 16 FP8 codes' values: codes 0-127 by permutes of the tables, the sign
+/// put back as a bit (NaN stays NaN), times the row's scale — the same
+/// products as dequantize_row's table times scale.
+KFORGE_CPU_INLINE __m512 fp8_values16(const std::uint8_t* p, const fp8_row& r) {
+  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i idx = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
+  const __m512 a0 = _mm512_permutex2var_ps(r.t[0], idx, r.t[1]);
+  const __m512 a1 = _mm512_permutex2var_ps(r.t[2], idx, r.t[3]);
+  const __m512 a2 = _mm512_permutex2var_ps(r.t[4], idx, r.t[5]);
+  const __m512 a3 = _mm512_permutex2var_ps(r.t[6], idx, r.t[7]);
+  const __mmask16 b5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
+  const __mmask16 b6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
+  const __m512 v = _mm512_mask_blend_ps(b6, _mm512_mask_blend_ps(b5, a0, a1), _mm512_mask_blend_ps(b5, a2, a3));
+  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
+  return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)), r.s);
+}
+
 /// The two halves of block b of row p (32 weights: elements 0-15, 16-31) as floats.
 template <qformat F>
-KFORGE_CPU_INLINE void load_block(const std::uint8_t* p, __m512& lo, __m512& hi) {
-  if constexpr (F == qformat::q8_0) {
+KFORGE_CPU_INLINE void load_block(const std::uint8_t* p, __m512& lo, __m512& hi, const fp8_row& r) {
+  if constexpr (F == qformat::fp8_e4m3 || F == qformat::fp8_e5m2) {
+    lo = fp8_values16(p, r);
+    hi = fp8_values16(p + 16, r);
+  } else if constexpr (F == qformat::q8_0) {
     const __m512 d = _mm512_set1_ps(kforge::quant_detail::get_f16(p));
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18));
@@ -69,9 +97,17 @@ template <qformat F>
 void rows_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_t i0, index_t mt, float* y, index_t ldy,
                  index_t n0, index_t n1) {
   const index_t nb = w.cols() / 32;
-  constexpr index_t bb = info_of(F).block_bytes;
+  constexpr bool fp8 = F == qformat::fp8_e4m3 || F == qformat::fp8_e5m2;
+  constexpr index_t bb = fp8 ? 32 : info_of(F).block_bytes;  // fp8: 32 one-byte values a step
+  fp8_row r{};
+  if constexpr (fp8) {
+    const auto& t = kforge::quant_detail::fp8_values(F == qformat::fp8_e4m3 ? kforge::quant_detail::e4m3
+                                                                             : kforge::quant_detail::e5m2);
+    for (int i = 0; i < 8; ++i) r.t[i] = _mm512_loadu_ps(t.data() + 16 * i);
+  }
   for (index_t n = n0; n < n1; ++n) {
     const std::uint8_t* p = w.row(n);
+    if constexpr (fp8) r.s = _mm512_set1_ps(w.scale(n));
     // Four chains per row of X (two blocks, two halves): one chain would
     // wait on the FMA's latency at every block.
     __m512 acc[m_tile][4];
@@ -80,8 +116,8 @@ void rows_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_t
     index_t b = 0;
     for (; b + 2 <= nb; b += 2, p += 2 * bb) {
       __m512 lo0, hi0, lo1, hi1;
-      load_block<F>(p, lo0, hi0);
-      load_block<F>(p + bb, lo1, hi1);
+      load_block<F>(p, lo0, hi0, r);
+      load_block<F>(p + bb, lo1, hi1, r);
       for (index_t i = 0; i < mt; ++i) {
         const float* xr = x + (i0 + i) * ldx + b * 32;
         acc[i][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), lo0, acc[i][0]);
@@ -92,7 +128,7 @@ void rows_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_t
     }
     if (b < nb) {
       __m512 lo, hi;
-      load_block<F>(p, lo, hi);
+      load_block<F>(p, lo, hi, r);
       for (index_t i = 0; i < mt; ++i) {
         const float* xr = x + (i0 + i) * ldx + b * 32;
         acc[i][0] = _mm512_fmadd_ps(_mm512_loadu_ps(xr), lo, acc[i][0]);
@@ -153,7 +189,14 @@ inline void gemm_quantized(const quantized_matrix& w, const float* x, index_t m,
         case qformat::q8_0: quant_detail::rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
         case qformat::q4_0: quant_detail::rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
         case qformat::mxfp4: quant_detail::rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-        default: break;
+        case qformat::fp8_e4m3:
+          if (k % 32 != 0) break;  // fp8 rows of any length: the generic path
+          quant_detail::rows_avx512<qformat::fp8_e4m3>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+          return;
+        case qformat::fp8_e5m2:
+          if (k % 32 != 0) break;
+          quant_detail::rows_avx512<qformat::fp8_e5m2>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+          return;
       }
 #endif
       thread_local std::vector<float> buf;
