@@ -9,8 +9,9 @@
 // of the additions differs from the reference.
 //
 // Work: the rows of W (output columns) are split over the threads
-// (cpu::detail::parallel_for); each thread takes up to 4 rows of X at a
-// time and walks each row of W block by block, rebuilding a block of 32
+// (cpu::detail::parallel_for) and read from memory once: each thread walks
+// its rows in slices of ~64 KiB, and on each slice takes up to 4 rows of X
+// at a time and walks each row of W block by block, rebuilding a block of 32
 // weights in two registers and multiplying it into the M accumulators. On
 // AVX-512: q8_0 by sign extension, q4_0 and mxfp4 by a 16-entry permute of
 // their values times the block's scale, fp8 (K a multiple of 32) by permutes
@@ -181,28 +182,34 @@ inline void gemm_quantized(const quantized_matrix& w, const float* x, index_t m,
   if (nthreads <= 0) nthreads = default_num_threads();
   // A chunk of W's rows is at least ~64 KiB of packed bytes.
   const index_t grain = std::max<index_t>(1, 65536 / std::max<index_t>(1, w.row_bytes()));
-  for (index_t i0 = 0; i0 < m; i0 += quant_detail::m_tile) {
-    const index_t mt = std::min(quant_detail::m_tile, m - i0);
-    detail::parallel_for(nthreads, n, grain, [&](std::int64_t n0, std::int64_t n1) {
+  // Rows [n0, n1) of W against X's rows [i0, i0 + mt).
+  auto rows = [&](index_t i0, index_t mt, index_t n0, index_t n1) {
 #if defined(__AVX512F__) && defined(__AVX512BW__)
-      switch (w.format()) {
-        case qformat::q8_0: quant_detail::rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-        case qformat::q4_0: quant_detail::rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-        case qformat::mxfp4: quant_detail::rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-        case qformat::fp8_e4m3:
-          if (k % 32 != 0) break;  // fp8 rows of any length: the generic path
-          quant_detail::rows_avx512<qformat::fp8_e4m3>(w, x, ldx, i0, mt, y, ldy, n0, n1);
-          return;
-        case qformat::fp8_e5m2:
-          if (k % 32 != 0) break;
-          quant_detail::rows_avx512<qformat::fp8_e5m2>(w, x, ldx, i0, mt, y, ldy, n0, n1);
-          return;
-      }
+    switch (w.format()) {
+      case qformat::q8_0: quant_detail::rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::q4_0: quant_detail::rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::mxfp4: quant_detail::rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::fp8_e4m3:
+        if (k % 32 != 0) break;  // fp8 rows of any length: the generic path
+        quant_detail::rows_avx512<qformat::fp8_e4m3>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+        return;
+      case qformat::fp8_e5m2:
+        if (k % 32 != 0) break;
+        quant_detail::rows_avx512<qformat::fp8_e5m2>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+        return;
+    }
 #endif
-      thread_local std::vector<float> buf;
-      quant_detail::rows_generic(w, x, ldx, i0, mt, y, ldy, n0, n1, buf);
-    });
-  }
+    thread_local std::vector<float> buf;
+    quant_detail::rows_generic(w, x, ldx, i0, mt, y, ldy, n0, n1, buf);
+  };
+  // W is read from memory once: each thread takes a chunk of its rows in
+  // slices of ~64 KiB (they stay in L2) and runs every tile of X's rows on
+  // a slice before the next.
+  detail::parallel_for(nthreads, n, grain, [&](std::int64_t n0, std::int64_t n1) {
+    for (index_t s0 = n0; s0 < n1; s0 += grain)
+      for (index_t i0 = 0; i0 < m; i0 += quant_detail::m_tile)
+        rows(i0, std::min(quant_detail::m_tile, m - i0), s0, std::min<index_t>(n1, s0 + grain));
+  });
 }
 
 }  // namespace kforge::cpu

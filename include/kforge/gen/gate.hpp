@@ -623,8 +623,8 @@ class gate_run {
     auto fitted = [&](const std::vector<problem>& drawn) {
       std::vector<problem> out;
       for (const problem& h : drawn) {
-        const std::optional<problem> f = cpu_device_ ? fit_to_device(h, max_buffer, held_total, case_seconds, held_seconds)
-                                                     : fit_to_device(h, max_buffer, held_total);
+        // held_seconds is 0 on a GPU: sized by bytes alone there.
+        const std::optional<problem> f = fit_to_device(h, max_buffer, held_total, case_seconds, held_seconds);
         if (!f) {
           fit_notes.push_back("left out: " + describe(h) + " cannot be shrunk to fit the device");
           continue;
