@@ -35,6 +35,7 @@
 // from the rest: back-to-back calls in one submission of at least 5 ms,
 // replayed after 0.2 s of warm-up, wall clock per call (a split gemm is two
 // dispatches and the barrier between them; all of it is counted).
+// `--quant [--sweep|--smoke]`: the low-precision weights' decode kernel (quant_cases).
 // `--replay` times streams of 1, 10 and 100 small dispatches, dependent
 // (barriers) or not, with and without timestamps: what a dispatch costs.
 // `--split-parts MxNxK...` times the two dispatches of split f16 configs
@@ -731,6 +732,140 @@ void gemm_shapes(bool sweep, bool smoke) {
   std::printf("SWEEP gemm_f16_4096x11008x4096_after_other_shapes %s %.4f ms %.2f TFLOP/s %s\n", cfg.str().c_str(), ms,
               2.0 * 4096 * 11008 * 4096 / (ms * 1e-3) / 1e12, err <= 2e-3 ? "ok" : "WRONG");
 }
+
+// ---- low-precision weights (issue 48) -----------------------------------------
+// `--quant [--sweep] [--smoke]`: vulkan::gemm_quantized (the decode kernel)
+// at the decode shapes of issue 48 (N×K = 14336×4096, 4096×14336, 6144×4096,
+// 128256×4096; M = 1, 4, 8; X and Y f16), every format, beside the f16-weight
+// gemm of the same shape (policy::vulkan<>'s default config) and a 256 MiB
+// copy. GB/s counts the packed bytes read (codes and scales), the copy's the
+// bytes read and written. Each call reads the next of enough copies of W to
+// pass 256 MiB, so W is never served from the GPU's L2 (50 MiB on the H200).
+// Weights are random codes under fixed scales; 16 sampled outputs of each
+// case are checked against an f64 dot product with core's dequantize_row.
+quantized_matrix random_quantized(qformat f, index_t n, index_t k, unsigned seed) {
+  const qformat_info in = info_of(f);
+  const std::size_t bytes = static_cast<std::size_t>(n) * static_cast<std::size_t>(k / in.block * in.block_bytes);
+  std::vector<std::uint8_t> b(bytes);
+  std::uint64_t st = 0x9e3779b97f4a7c15ull * (seed + 1);
+  for (std::size_t i = 0; i < bytes; i += 8) {
+    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    std::memcpy(b.data() + i, &z, std::min<std::size_t>(8, bytes - i));
+  }
+  std::vector<float> scales;
+  if (in.row_scale) {
+    scales.assign(static_cast<std::size_t>(n), 0.01f);
+    for (auto& c : b)
+      if (f == qformat::fp8_e4m3 ? (c & 0x7f) == 0x7f : (c & 0x7c) == 0x7c) c = 0;
+  } else {
+    for (std::size_t i = 0; i < bytes; i += static_cast<std::size_t>(in.block_bytes)) {
+      if (f == qformat::mxfp4) b[i] = 120;
+      else b[i] = 0x00, b[i + 1] = 0x20;  // f16 2^-7
+    }
+  }
+  return quantized_matrix(f, n, k, std::move(b), std::move(scales));
+}
+
+void quant_cases(bool sweep, bool smoke) {
+  vulkan::context ctx;
+  {  // bandwidth reference: 256 MiB copy, bytes read + written
+    const index_t r = smoke ? 2048 : 8192;
+    vulkan::device_tensor<float> x(ctx, {r, r}), y(ctx, {r, r});
+    x.upload(make_view(random_host<float>(static_cast<std::size_t>(r * r), 11), {r, r}));
+    const double ms = per_call_ms(ctx, [&](vulkan::stream& s) { vulkan::record_copy(s, x.ref(), y.ref(), x.bytes()); }, 100);
+    result("copy_256MiB", ms, 2.0 * r * r * 4 / (ms * 1e-3) / 1e9, "GB/s");
+  }
+  const std::vector<std::pair<index_t, index_t>> shapes = {{14336, 4096}, {4096, 14336}, {6144, 4096}, {128256, 4096}};
+  const double pass_bytes = smoke ? 4.0 * (1 << 20) : 256.0 * (1 << 20);
+  for (auto [n, k] : shapes) {
+    if (smoke) n = n / 16 + 1, k /= 16;
+    for (index_t m : {1, 4, 8}) {
+      // f16 weights: the gemm of today's decode path, B [K, N].
+      const std::string sh = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
+      auto hx = random_host<half>(static_cast<std::size_t>(m * k), 5);
+      vulkan::device_tensor<half> x(ctx, {m, k}), y(ctx, {m, n});
+      x.upload(make_view(hx, {m, k}));
+      double f16_ms = 0;
+      {
+        const double b_bytes = 2.0 * static_cast<double>(n) * static_cast<double>(k);
+        std::deque<vulkan::device_tensor<half>> bs;
+        const int copies = static_cast<int>(std::ceil(pass_bytes / b_bytes));
+        for (int i = 0; i < copies; ++i) {
+          bs.emplace_back(ctx, shape{k, n});
+          vulkan::stream s(ctx);
+          s.fill(bs.back().ref(), bs.back().bytes(), static_cast<std::uint32_t>(0x2c002c00u + i));  // f16 1/16 + i ulps
+          s.run();
+        }
+        const auto cfg = vulkan::knobs<>::gemm(ctx.info(), dtype::f16, static_cast<std::uint64_t>(m),
+                                               static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k));
+        int next = 0;
+        f16_ms = per_call_ms(ctx, [&](vulkan::stream& s) {
+          vulkan::record_gemm(s, dtype::f16, cfg, m, n, k, 1.0f, 0.0f, fn::identity, 0.0f, x.ref(),
+                              bs[static_cast<std::size_t>(next++ % copies)].ref(), nullptr, y.ref());
+        }, 2000, 300);
+        result("qgemv_f16_" + sh, f16_ms, b_bytes / (f16_ms * 1e-3) / 1e9, "GB/s");
+      }
+      for (qformat f : all_qformats) {
+        const std::string name = "qgemv_" + std::string(to_string(f)) + "_" + sh;
+        const quantized_matrix q = random_quantized(f, n, k, 7);
+        std::deque<vulkan::quantized_tensor> ws;
+        ws.emplace_back(ctx, q);
+        const double w_bytes = static_cast<double>(ws.front().bytes());
+        const int copies = static_cast<int>(std::ceil(pass_bytes / w_bytes));
+        for (int i = 1; i < copies; ++i) ws.emplace_back(ctx, q);
+        auto time_cfg = [&](const vulkan::qgemv_config* cfg) {
+          int next = 0;
+          return per_call_ms(ctx, [&](vulkan::stream& s) {
+            vulkan::gemm_quantized(s, ws[static_cast<std::size_t>(next++ % copies)], x, y, cfg);
+          }, 2000, 300);
+        };
+        auto check = [&] {
+          const auto hy = y.to_vector();
+          std::vector<float> row(static_cast<std::size_t>(k));
+          double worst = 0;
+          for (int t = 0; t < 16; ++t) {
+            const index_t i = t % m, c = (static_cast<index_t>(t) * 7919) % n;
+            q.dequantize_row(c, row.data());
+            double ref = 0, mag = 0;
+            for (index_t j = 0; j < k; ++j) {
+              const double p = static_cast<double>(static_cast<float>(hx[static_cast<std::size_t>(i * k + j)])) * row[static_cast<std::size_t>(j)];
+              ref += p;
+              mag += std::fabs(p);
+            }
+            worst = std::max(worst, std::fabs(static_cast<float>(hy[static_cast<std::size_t>(i * n + c)]) - ref) / (mag + 1e-30));
+          }
+          return worst;
+        };
+        const double ms = time_cfg(nullptr);
+        const double err = check();
+        const auto d = vulkan::default_qgemv_config(m);
+        std::printf("  %s default wg %u rows %u bm %u: %.4f ms, %.0f GB/s packed, %.2fx the f16 weights' time; sampled error %.2e (%s)\n",
+                    name.c_str(), d.wg, d.rows, d.bm, ms, w_bytes / (ms * 1e-3) / 1e9, f16_ms / ms, err, err <= 2e-3 ? "ok" : "FAIL");
+        result(name, ms, w_bytes / (ms * 1e-3) / 1e9, "GB/s");
+        std::fflush(stdout);
+        if (!sweep) continue;
+        double best = ms;
+        std::string best_cfg = "default";
+        for (std::uint32_t wg : {64u, 128u, 256u})
+          for (std::uint32_t rows : {1u, 2u, 4u, 8u})
+            for (std::uint32_t bm : {1u, 2u, 4u, 8u}) {
+              if (bm > static_cast<std::uint32_t>(m) || (bm < static_cast<std::uint32_t>(m) && bm != 4u) || rows * bm > 32) continue;
+              const vulkan::qgemv_config c{wg, rows, bm};
+              const double t = time_cfg(&c);
+              const double e = check();
+              std::printf("SWEEP %s wg %u rows %u bm %u %.4f ms %.0f GB/s %s\n", name.c_str(), wg, rows, bm, t,
+                          w_bytes / (t * 1e-3) / 1e9, e <= 2e-3 ? "ok" : "WRONG");
+              std::fflush(stdout);
+              if (e <= 2e-3 && t < best) best = t, best_cfg = "wg " + std::to_string(wg) + " rows " + std::to_string(rows) + " bm " + std::to_string(bm);
+            }
+        std::printf("BEST %s %s %.4f ms (default %.4f ms, %.2fx)\n", name.c_str(), best_cfg.c_str(), best, ms, ms / best);
+      }
+    }
+  }
+}
 }  // namespace
 
 // ---- attention (issue 11) ---------------------------------------------------
@@ -905,6 +1040,10 @@ int run_bench(int argc, char** argv) {
   std::printf("%s", vulkan::devices_text().c_str());
   std::printf("using: %s; NV coopmat 16x16x16 f16: %s\n", ctx.info().name.c_str(),
               ctx.info().nv_coopmat_f16_16x16x16 ? "yes" : "no");
+  if (mode == "--quant") {
+    quant_cases(argc > 2 && std::string(argv[2]) == "--sweep", argc > 2 && std::string(argv[2]) == "--smoke");
+    return 0;
+  }
   if (mode == "--mma-probes") {
     mma_probes();
     return 0;

@@ -35,6 +35,7 @@
 #include "kforge/vulkan/gated.hpp"
 #include "kforge/vulkan/gemm.hpp"
 #include "kforge/vulkan/kv_append.hpp"
+#include "kforge/vulkan/quant.hpp"
 #include "kforge/vulkan/reduce.hpp"
 #include "kforge/vulkan/rope.hpp"
 #include "kforge/vulkan/rows.hpp"

@@ -1,0 +1,217 @@
+// kforge/vulkan/quant.hpp — low-precision weights on the device (issue 48):
+// quantized_tensor, a core/quant.hpp quantized_matrix in device memory, and
+// gemm_quantized, Y = X · Wᵀ on it (the decode kernel,
+// shaders/gemm_quant.hpp).
+//
+// Upload repacks each row once, on the host, into the kernel's layout: the
+// codes of each 32-element unit in one array, the scales in another (GGUF
+// keeps a block's scale beside its codes, 18 or 34 bytes a block, which no
+// 16-byte load can fetch aligned). The device holds exactly the packed bytes
+// of the format plus padding to 16 bytes: q4_0 4.5 bits a weight, mxfp4
+// 4.25, q8_0 8.5, fp8 8 (+ one f32 a row). The repack is a copy of the
+// matrix's bytes, in chunks of ≤ 16 MiB of staging memory (host memory
+// stays bounded whatever the matrix's size). Only finite weights are
+// admitted: a code or a scale that decodes to NaN or an infinity (an E4M3
+// S.1111.111, an E5M2 exponent of all ones, an E8M0 0xFF, an f16 scale of
+// Inf/NaN) is an argument_error naming its row, as core's quantize refuses
+// non-finite input.
+#pragma once
+
+#ifndef KFORGE_VULKAN_INTERNAL
+#error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
+#endif
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "kforge/core/quant.hpp"
+#include "kforge/vulkan/launch.hpp"
+#include "kforge/vulkan/shaders/gemm_quant.hpp"
+#include "kforge/vulkan/tensor.hpp"
+
+namespace kforge::vulkan {
+
+/// A quantized_matrix (N rows × K) in device memory, in the decode kernel's layout.
+class quantized_tensor {
+ public:
+  quantized_tensor() = default;
+  quantized_tensor(context& ctx, const quantized_matrix& w)
+      : ctx_(&ctx), format_(w.format()), n_(w.rows()), k_(w.cols()), nb_((w.cols() + 31) / 32) {
+    const qformat_info in = info_of(format_);
+    detail::u32(n_ * nb_ * unit_bytes() / 4, "words of quantized weights");
+    codes_ = ctx.device_memory().allocate(code_bytes());
+    scales_ = ctx.device_memory().allocate(scale_bytes());
+    // Rows per upload chunk: ≤ 16 MiB of staging (at least one row).
+    const std::size_t row_dev = static_cast<std::size_t>(nb_) * unit_bytes();
+    const index_t chunk = std::max<index_t>(1, static_cast<index_t>((std::size_t{16} << 20) / row_dev));
+    const bool per_unit_scale = !in.row_scale;
+    std::vector<std::uint8_t> sc(scale_bytes(), 0);
+    for (index_t r0 = 0; r0 < n_; r0 += chunk) {
+      const index_t rows = std::min(chunk, n_ - r0);
+      stream s(ctx);
+      auto& st = s.staging(static_cast<std::size_t>(rows) * row_dev);
+      auto* dst = static_cast<std::uint8_t*>(st.mapped());
+      std::memset(dst, 0, static_cast<std::size_t>(rows) * row_dev);
+      for (index_t r = r0; r < r0 + rows; ++r) {
+        check_finite(w, r);
+        const std::uint8_t* src = w.row(r);
+        std::uint8_t* d = dst + static_cast<std::size_t>(r - r0) * row_dev;
+        if (!per_unit_scale) {
+          std::memcpy(d, src, static_cast<std::size_t>(k_));
+          const float f = w.scale(r);
+          std::memcpy(sc.data() + 4 * static_cast<std::size_t>(r), &f, 4);
+          continue;
+        }
+        const index_t sb = format_ == qformat::mxfp4 ? 1 : 2;  // scale bytes in a GGUF block
+        for (index_t b = 0; b < nb_; ++b, src += in.block_bytes) {
+          std::memcpy(d + b * unit_bytes(), src + sb, static_cast<std::size_t>(in.block_bytes - sb));
+          std::memcpy(sc.data() + static_cast<std::size_t>((r * nb_ + b) * sb), src, static_cast<std::size_t>(sb));
+        }
+      }
+      buffer_ref dst_ref = codes_.ref();
+      dst_ref.offset += static_cast<VkDeviceSize>(r0) * row_dev;
+      s.copy(st.ref(), dst_ref, static_cast<std::size_t>(rows) * row_dev);
+      s.run();
+    }
+    stream s(ctx);
+    auto& st = s.staging(sc.size());
+    std::memcpy(st.mapped(), sc.data(), sc.size());
+    s.copy(st.ref(), scales_.ref(), sc.size());
+    s.run();
+  }
+
+  qformat format() const { return format_; }
+  index_t rows() const { return n_; }  ///< N
+  index_t cols() const { return k_; }  ///< K
+  /// 32-element units per row (K padded to 32 for fp8).
+  index_t units() const { return nb_; }
+  /// Device bytes held (codes and scales).
+  std::size_t bytes() const { return code_bytes() + scale_bytes(); }
+  buffer_ref codes() const { return sized(codes_, code_bytes()); }
+  buffer_ref scales() const { return sized(scales_, scale_bytes()); }
+  context& ctx() const { return *ctx_; }
+
+ private:
+  std::size_t unit_bytes() const {
+    return format_ == qformat::q4_0 || format_ == qformat::mxfp4 ? 16 : 32;
+  }
+  std::size_t code_bytes() const { return static_cast<std::size_t>(n_) * static_cast<std::size_t>(nb_) * unit_bytes(); }
+  std::size_t scale_bytes() const {
+    const std::size_t units = static_cast<std::size_t>(n_) * static_cast<std::size_t>(nb_);
+    switch (format_) {
+      case qformat::q8_0:
+      case qformat::q4_0: return (2 * units + 3) / 4 * 4;
+      case qformat::mxfp4: return (units + 3) / 4 * 4;
+      default: return 4 * static_cast<std::size_t>(n_);
+    }
+  }
+  static buffer_ref sized(const buffer_slice& b, std::size_t bytes) {
+    buffer_ref r = b.ref();
+    r.size = bytes;
+    return r;
+  }
+  /// Row r holds only finite values (see the header comment).
+  static void check_finite(const quantized_matrix& w, index_t r) {
+    const std::uint8_t* p = w.row(r);
+    const qformat f = w.format();
+    auto bad = [&](const std::string& what) {
+      throw argument_error("kforge::vulkan::quantized_tensor: row " + std::to_string(r) + " of the " +
+                           std::string(to_string(f)) + " weights holds " + what +
+                           " (only finite weights are admitted)");
+    };
+    const index_t nb = w.cols() / info_of(f).block;
+    switch (f) {
+      case qformat::q8_0:
+      case qformat::q4_0:
+        for (index_t b = 0; b < nb; ++b)
+          if ((((p[b * info_of(f).block_bytes + 1]) >> 2) & 31) == 31) bad("an f16 scale of Inf or NaN");
+        break;
+      case qformat::mxfp4:
+        for (index_t b = 0; b < nb; ++b)
+          if (p[b * 17] == 0xff) bad("the E8M0 scale 0xFF (NaN)");
+        break;
+      case qformat::fp8_e4m3:
+        for (index_t j = 0; j < w.cols(); ++j)
+          if ((p[j] & 0x7f) == 0x7f) bad("an E4M3 NaN code");
+        break;
+      case qformat::fp8_e5m2:
+        for (index_t j = 0; j < w.cols(); ++j)
+          if ((p[j] & 0x7c) == 0x7c) bad("an E5M2 Inf or NaN code");
+        break;
+    }
+  }
+
+  context* ctx_ = nullptr;
+  qformat format_ = qformat::q8_0;
+  index_t n_ = 0, k_ = 0, nb_ = 0;
+  buffer_slice codes_, scales_;
+};
+
+/// The decode kernel's knobs: WG invocations, NR rows of W and BM rows of X per workgroup.
+struct qgemv_config {
+  std::uint32_t wg = 128, rows = 4, bm = 1;
+};
+
+/// The default knobs for M rows of X: BM covers M up to 4 (X's rows in registers), NR fewer as BM grows.
+inline qgemv_config default_qgemv_config(index_t m) {
+  if (m <= 1) return {128, 4, 1};
+  if (m == 2) return {128, 4, 2};
+  return {128, 2, 4};
+}
+
+/// Records Y [M, N] = X [M, K] · Wᵀ: x and y dense row-major of storage dtype dt (f32, f16 or bf16).
+inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt, index_t m, buffer_ref x, buffer_ref y,
+                                  const qgemv_config* cfg = nullptr) {
+  using namespace detail;
+  context& ctx = s.ctx();
+  if (&ctx != &w.ctx()) throw argument_error("kforge::vulkan::gemm_quantized: the weights live in another context");
+  if (m <= 0) throw shape_error("kforge::vulkan::gemm_quantized: M must be positive, got " + std::to_string(m));
+  const qgemv_config c = cfg ? *cfg : default_qgemv_config(m);
+  check_wg(ctx, c.wg, "gemm_quantized");
+  if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64)
+    throw argument_error("kforge::vulkan::gemm_quantized: rows per workgroup " + std::to_string(c.rows) + " and X rows " +
+                         std::to_string(c.bm) + " must be in [1, 64] and [1, 16] with a product ≤ 64");
+  u32(m * w.cols(), "elements of X");
+  u32(m * w.rows(), "elements of Y");
+  const struct {
+    std::uint32_t m, n, k, nb;
+  } pc{u32(m, "M"), u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units")};
+  const bool vec = w.cols() % 32 == 0;
+  auto groups = grid((static_cast<std::uint64_t>(w.rows()) + c.rows - 1) / c.rows);
+  groups[2] = static_cast<std::uint32_t>((m + c.bm - 1) / c.bm);
+  if (groups[2] > 65535) throw unsupported_error("kforge::vulkan::gemm_quantized: M = " + std::to_string(m) + " needs too many bands");
+  const auto& p = ctx.get_pipeline(make_variant("gemm_quant", shaders::gemm_quant, dt,
+                                                {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
+                                                 {"KF_VEC", vec ? "1" : "0"}}),
+                                   {4, 16, {0, 1, 2}}, {c.wg, c.rows, c.bm});
+  s.dispatch(p, {{w.codes()}, {w.scales()}, {x}, {y, true}}, &pc, sizeof pc, groups,
+             "gemm_quantized " + std::string(to_string(w.format())));
+}
+
+/// Y = X · Wᵀ on device tensors: x [M, K], y [M, N].
+template <class T>
+void gemm_quantized(stream& s, const quantized_tensor& w, const device_tensor<T>& x, device_tensor<T>& y,
+                    const qgemv_config* cfg = nullptr) {
+  static_assert(!std::is_same_v<T, std::int32_t>, "kforge::vulkan::gemm_quantized: X and Y are float, half or bfloat16");
+  if (x.rank() != 2 || x.dims()[1] != w.cols())
+    throw shape_error("kforge::vulkan::gemm_quantized: X must be [M, " + std::to_string(w.cols()) + "], got " + x.dims().str());
+  expect_shape("kforge::vulkan::gemm_quantized", "Y", kforge::shape{x.dims()[0], w.rows()}, y.dims());
+  record_gemm_quantized(s, w, dtype_of<T>(), x.dims()[0], x.ref(), y.ref(), cfg);
+}
+
+/// Y = X · Wᵀ from host views (uploaded, run and downloaded in one call).
+template <class T>
+void gemm_quantized(const quantized_tensor& w, const tensor_view<const T>& x, const tensor_view<T>& y) {
+  auto dx = device_tensor<T>::from_host(w.ctx(), x);
+  device_tensor<T> dy(w.ctx(), y.dims);
+  {
+    stream s(w.ctx());
+    gemm_quantized(s, w, dx, dy);
+    s.run();
+  }
+  dy.download(y);
+}
+
+}  // namespace kforge::vulkan

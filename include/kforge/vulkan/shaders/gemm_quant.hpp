@@ -1,0 +1,196 @@
+// kforge/vulkan/shaders/gemm_quant.hpp — Y = X · Wᵀ with W quantized
+// (core/quant.hpp's formats, in vulkan/quant.hpp's device layout): the
+// decode kernel (few rows of X), reading the packed bytes directly — no
+// dequantized copy of W exists anywhere. f32 arithmetic; X and Y in f32, f16
+// or bf16 storage (T).
+//
+// Device layout (vulkan/quant.hpp repacks a GGUF row once, at upload): W's
+// rows are cut into units of 32 elements along K (fp8: K padded with zero
+// codes to a multiple of 32). Binding 0 holds the units' codes, row after
+// row, QV uvec4 a unit: 16 bytes of nibbles for q4_0 and mxfp4 (GGUF's
+// order: byte j holds element j in its low nibble and j + 16 in its high
+// one), 32 bytes for q8_0 and fp8 (element j in byte j). Binding 1 holds the
+// scales as 32-bit words: one f16 per unit for q8_0 and q4_0 (unit i in half
+// i % 2 of word i / 2), one E8M0 byte per unit for mxfp4 (byte i % 4 of word
+// i / 4), one f32 per row for fp8.
+//
+// Decoding is exact and costs no table: a byte or nibble b becomes the float
+// b + 2^23 by OR-ing its bits into 2^23's (8388608.0), and one subtraction
+// leaves q − 8 (q4_0) or the signed byte (q8_0, stored as q + 128 by XOR
+// 0x80 here); an E2M1 nibble or an FP8 byte is moved into an f16's bit
+// fields (E2M1 → value·2^-14, E4M3 → value·2^-8, E5M2 → its value: E5M2 is
+// f16's top byte) and unpackHalf2x16 widens a pair at once; the power of two
+// is taken out before or with the unit's (or row's) scale. Their subnormal codes become
+// f16 subnormals, which unpackHalf2x16 must keep (tests/vulkan_quant.cpp
+// holds every code and checks them on each device it runs on).
+//
+// Tiling: a workgroup of WG invocations computes NR rows of W (NR adjacent
+// columns of Y) for BM rows of X (grid z: the BM-row band; W is read once
+// per band, so the host takes BM ≥ M where registers allow). Invocation t
+// takes units t, t + WG, … of K: per unit it loads the unit's codes of all
+// NR rows (NR·QV 16-byte loads in flight; neighbouring invocations read
+// neighbouring units of a row, so a subgroup's loads are contiguous), their
+// scales, then for each of the BM rows of X the unit's 32 values (8 vec4,
+// from L1/L2: X is small) and accumulates NR·BM dot products. At the end
+// each of them is summed over the subgroup (subgroupAdd) and then over the
+// subgroups in a fixed order through shared memory: the result does not
+// depend on timing. Rows of W past N are read as row N − 1 and not stored;
+// rows of X past M do no work; K is bounded by the units (codes) and, when
+// K % 32 != 0 (fp8 only), by guarded scalar loads of X (KF_VEC = 0).
+//
+// Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC.
+// Specialization constants: 0 WG, 1 NR, 2 BM. Push constants: M, N, K, NB
+// (units per row).
+#pragma once
+
+namespace kforge::vulkan::shaders {
+
+inline constexpr const char* gemm_quant = R"glsl(
+layout(constant_id = 1) const uint NR = 4;
+layout(constant_id = 2) const uint BM = 1;
+const uint WG = gl_WorkGroupSize.x;
+#if KF_QF == 1 || KF_QF == 2
+const uint QV = 1u;  // uvec4 per unit: 32 nibbles
+#else
+const uint QV = 2u;  // 32 bytes
+#endif
+
+layout(std430, set = 0, binding = 0) readonly buffer BufQ { uvec4 q_[]; };
+layout(std430, set = 0, binding = 1) readonly buffer BufS { uint s_[]; };
+#if KF_VEC && (KF_F16 || KF_BF16)
+layout(std430, set = 0, binding = 2) readonly buffer BufX { uvec4 x_[]; };  // 8 elements each
+#elif KF_VEC
+layout(std430, set = 0, binding = 2) readonly buffer BufX { vec4 x_[]; };
+#else
+layout(std430, set = 0, binding = 2) readonly buffer BufX { T x_[]; };
+#endif
+layout(std430, set = 0, binding = 3) writeonly buffer BufY { T y_[]; };
+layout(push_constant) uniform Push { uint M, N, K, NB; } pc;
+
+shared float qg_red[NR * BM * WG];  // [dot product][subgroup]
+
+// X[m, 32u .. 32u + 31] as 8 vec4 (zero past K).
+void load_x(uint m, uint u, inout vec4 xv[8]) {
+#if KF_VEC && (KF_F16 || KF_BF16)
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    uvec4 w = x_[(m * pc.K + 32u * u) / 8u + j];
+    xv[2 * j] = vec4(kf_unpack2(w.x), kf_unpack2(w.y));
+    xv[2 * j + 1] = vec4(kf_unpack2(w.z), kf_unpack2(w.w));
+  }
+#elif KF_VEC
+  [[unroll]] for (uint j = 0; j < 8; ++j) xv[j] = x_[(m * pc.K + 32u * u) / 4u + j];
+#else
+  [[unroll]] for (uint j = 0; j < 8; ++j)
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      uint k = 32u * u + 4u * j + e;
+      xv[j][e] = k < pc.K ? kf_ld(x_[m * pc.K + k]) : 0.0;
+    }
+#endif
+}
+
+// The four bytes of v as floats b + 2^23.
+vec4 kq_bytes(uint v) {
+  return uintBitsToFloat(uvec4(0x4B000000u) | ((uvec4(v) >> uvec4(0u, 8u, 16u, 24u)) & 255u));
+}
+// Bytes 0 and 2 of v (low nibble: E2M1; whole byte: FP8) in an f16 pair's bit fields.
+uint e2m1_pair(uint v) { return ((v & 0x00080008u) << 12) | ((v & 0x00070007u) << 9); }
+uint e4m3_pair(uint v) { return ((v & 0x007F007Fu) << 7) | ((v & 0x00800080u) << 8); }
+uint e5m2_pair(uint v) { return (v & 0x00FF00FFu) << 8; }
+
+// Elements 4i .. 4i+3 of word w (bytes 0..3 in order) through pair(): bytes 0, 2 then 1, 3.
+#define KQ_PAIRS(pair, w) vec4(unpackHalf2x16(pair(w)), unpackHalf2x16(pair((w) >> 8))).xzyw
+
+// One unit's raw dot product with x (before its scale).
+float unit_dot(uvec4 q0, uvec4 q1, vec4 xv[8]) {
+  float s = 0.0;
+#if KF_QF == 0
+  // q8_0: q + 128 by XOR, b + 2^23 + ... - (2^23 + 128) = q.
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(kq_bytes(q0[j] ^ 0x80808080u) - 8388736.0, xv[j]);
+    s += dot(kq_bytes(q1[j] ^ 0x80808080u) - 8388736.0, xv[4 + j]);
+  }
+#elif KF_QF == 1
+  // q4_0: low nibbles are elements 4j.., high nibbles 16 + 4j..; q - 8.
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(kq_bytes(q0[j] & 0x0F0F0F0Fu) - 8388616.0, xv[j]);
+    s += dot(kq_bytes((q0[j] >> 4) & 0x0F0F0F0Fu) - 8388616.0, xv[4 + j]);
+  }
+#elif KF_QF == 2
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(KQ_PAIRS(e2m1_pair, q0[j]), xv[j]);
+    s += dot(KQ_PAIRS(e2m1_pair, q0[j] >> 4), xv[4 + j]);
+  }
+  s *= 16384.0;  // the fields' 2^-14 out before the scale (2^(e - 127) may be 2^127)
+#elif KF_QF == 3
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(KQ_PAIRS(e4m3_pair, q0[j]), xv[j]);
+    s += dot(KQ_PAIRS(e4m3_pair, q1[j]), xv[4 + j]);
+  }
+#else
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(KQ_PAIRS(e5m2_pair, q0[j]), xv[j]);
+    s += dot(KQ_PAIRS(e5m2_pair, q1[j]), xv[4 + j]);
+  }
+#endif
+  return s;
+}
+
+// The scale of unit u of row n (fp8: 1; its row scale is applied at the end).
+float unit_scale(uint n, uint u) {
+  uint i = n * pc.NB + u;
+#if KF_QF <= 1
+  return unpackHalf2x16(s_[i >> 1])[i & 1u];
+#elif KF_QF == 2
+  // 2^(e - 127) (e = 0: 2^-127, a subnormal).
+  uint e = (s_[i >> 2] >> (8u * (i & 3u))) & 255u;
+  return e == 0u ? uintBitsToFloat(0x00400000u) : uintBitsToFloat(e << 23);
+#else
+  return 1.0;
+#endif
+}
+
+void main() {
+  const uint t = gl_LocalInvocationID.x;
+  const uint n0 = kf_group_id() * NR, m0 = gl_WorkGroupID.z * BM;
+  if (n0 >= pc.N) return;  // the 2-D grid's spare workgroups (uniform)
+  float acc[NR * BM];
+  [[unroll]] for (uint i = 0; i < NR * BM; ++i) acc[i] = 0.0;
+
+  for (uint u = t; u < pc.NB; u += WG) {
+    uvec4 qw[NR * QV];
+    float sc[NR];
+    [[unroll]] for (uint r = 0; r < NR; ++r) {
+      const uint n = min(n0 + r, pc.N - 1u);
+      [[unroll]] for (uint v = 0; v < QV; ++v) qw[r * QV + v] = q_[(n * pc.NB + u) * QV + v];
+      sc[r] = unit_scale(n, u);
+    }
+    [[unroll]] for (uint m = 0; m < BM; ++m) {
+      if (m0 + m >= pc.M) break;  // uniform
+      vec4 xv[8];
+      load_x(m0 + m, u, xv);
+      [[unroll]] for (uint r = 0; r < NR; ++r)
+        acc[r * BM + m] = fma(sc[r], unit_dot(qw[r * QV], qw[r * QV + QV - 1u], xv), acc[r * BM + m]);
+    }
+  }
+
+  [[unroll]] for (uint i = 0; i < NR * BM; ++i) {
+    float v = subgroupAdd(acc[i]);
+    if (subgroupElect()) qg_red[i * WG + gl_SubgroupID] = v;
+  }
+  barrier();
+  for (uint i = t; i < NR * BM; i += WG) {
+    const uint r = i / BM, m = i - r * BM, n = n0 + r;
+    if (n >= pc.N || m0 + m >= pc.M) continue;
+    float v = 0.0;
+    for (uint g = 0; g < gl_NumSubgroups; ++g) v += qg_red[i * WG + g];
+#if KF_QF == 3
+    v = v * 256.0 * uintBitsToFloat(s_[n]);
+#elif KF_QF == 4
+    v = v * uintBitsToFloat(s_[n]);
+#endif
+    y_[(m0 + m) * pc.N + n] = kf_st(v);
+  }
+}
+)glsl";
+
+}  // namespace kforge::vulkan::shaders

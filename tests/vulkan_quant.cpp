@@ -1,0 +1,173 @@
+// tests/vulkan_quant.cpp — low-precision weights on the device
+// (vulkan/quant.hpp): every code of every format decoded bit for bit as
+// core/quant.hpp's dequantize defines it (one-hot rows of X make Y hold W's
+// values themselves), Y = X · Wᵀ against the f64 gemm of X and
+// dequantize(W) for decode-sized M, odd N, K of one unit up to many (fp8:
+// not a multiple of 32 too), X and Y in f32, f16 and bf16; non-finite codes,
+// wrong shapes and bad knobs refused. Validation layer on, no message.
+#include "vulkan_common.hpp"
+
+#include <cstdint>
+#include <cstring>
+
+using namespace kforge;
+
+namespace {
+
+/// One-hot rows: X [K, K] = I, so Y [K, N] = dequantize(W)ᵀ, each element one product.
+void check_decoded_exactly(vulkan::context& ctx, const quantized_matrix& q) {
+  const index_t n = q.rows(), k = q.cols();
+  std::vector<float> x(static_cast<std::size_t>(k * k), 0.0f), y(static_cast<std::size_t>(k * n), -1.0f);
+  for (index_t i = 0; i < k; ++i) x[static_cast<std::size_t>(i * k + i)] = 1.0f;
+  const vulkan::quantized_tensor dw(ctx, q);
+  vulkan::gemm_quantized<float>(dw, tensor_view<const float>(x.data(), {k, k}), tensor_view<float>(y.data(), {k, n}));
+  const std::vector<float> d = q.dequantize();
+  int wrong = 0;
+  for (index_t r = 0; r < n; ++r)
+    for (index_t j = 0; j < k; ++j) {
+      const float want = d[static_cast<std::size_t>(r * k + j)], got = y[static_cast<std::size_t>(j * n + r)];
+      if (std::memcmp(&want, &got, 4) != 0 && !(want == 0 && got == 0) && wrong++ < 5)
+        FAIL_CHECK(to_string(q.format()) << " W[" << r << "," << j << "]: got " << got << ", defined " << want);
+    }
+  CHECK(wrong == 0);
+}
+
+std::vector<std::uint8_t> f16_bytes(std::uint16_t h) { return {static_cast<std::uint8_t>(h & 0xff), static_cast<std::uint8_t>(h >> 8)}; }
+
+}  // namespace
+
+TEST_CASE("vulkan quantized weights: every code of every format decodes as core's dequantize defines it") {
+  KFT_NEED_DEVICE();
+  // q8_0: 8 blocks a row cover the 256 codes, under scales from an f16 subnormal to a large one.
+  {
+    const std::uint16_t scales[] = {0x0001, 0x03ff, 0x1400, 0x3c00, 0x3555, 0x5a00, 0x7bff, 0xb800};
+    std::vector<std::uint8_t> bytes;
+    for (std::uint16_t s : scales)
+      for (int b = 0; b < 8; ++b) {
+        auto d = f16_bytes(s);
+        bytes.insert(bytes.end(), d.begin(), d.end());
+        for (int j = 0; j < 32; ++j) bytes.push_back(static_cast<std::uint8_t>(b * 32 + j));
+      }
+    check_decoded_exactly(*ctx, quantized_matrix(qformat::q8_0, 8, 256, bytes));
+  }
+  // q4_0 and mxfp4: each block holds the 16 codes twice (low and high nibbles differ).
+  for (qformat f : {qformat::q4_0, qformat::mxfp4}) {
+    std::vector<std::uint8_t> bytes;
+    const std::uint16_t q4_scales[] = {0x0001, 0x3c00, 0xc4e0, 0x7bff, 0x2e66};
+    const std::uint8_t mx_scales[] = {2, 3, 100, 127, 200, 254};  // e = 1 would make 0.5·2^-126 subnormal
+    const int rows = f == qformat::q4_0 ? 5 : 6;
+    for (int r = 0; r < rows; ++r)
+      for (int b = 0; b < 2; ++b) {
+        if (f == qformat::q4_0) {
+          auto d = f16_bytes(q4_scales[r]);
+          bytes.insert(bytes.end(), d.begin(), d.end());
+        } else {
+          bytes.push_back(mx_scales[r]);
+        }
+        for (int j = 0; j < 16; ++j) bytes.push_back(static_cast<std::uint8_t>(((j + b) & 15) | (((j * 7 + r) & 15) << 4)));
+      }
+    check_decoded_exactly(*ctx, quantized_matrix(f, rows, 64, bytes));
+  }
+  // fp8: every finite code in each row, under three row scales.
+  for (qformat f : {qformat::fp8_e4m3, qformat::fp8_e5m2}) {
+    std::vector<std::uint8_t> bytes;
+    for (int r = 0; r < 3; ++r)
+      for (int c = 0; c < 256; ++c) {
+        const bool nonfinite = f == qformat::fp8_e4m3 ? (c & 0x7f) == 0x7f : (c & 0x7c) == 0x7c;
+        bytes.push_back(nonfinite ? static_cast<std::uint8_t>(r) : static_cast<std::uint8_t>(c));
+      }
+    check_decoded_exactly(*ctx, quantized_matrix(f, 3, 256, bytes, {1.0f, 3.5f, 1e-30f}));
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan gemm_quantized is the gemm of X and dequantize(W): every format, M, odd N, K, X in f32/f16/bf16") {
+  KFT_NEED_DEVICE();
+  std::mt19937 rng(481);
+  std::normal_distribution<float> nd(0.0f, 1.0f);
+  auto run_case = [&]<class T>(T, qformat f, index_t m, index_t n, index_t k, const vulkan::qgemv_config* cfg) {
+    CAPTURE(to_string(f));
+    CAPTURE(to_string(dtype_of<T>()));
+    CAPTURE(m);
+    CAPTURE(n);
+    CAPTURE(k);
+    std::vector<float> w(static_cast<std::size_t>(n * k));
+    for (auto& v : w) v = nd(rng) * 0.05f;
+    w[5] = 0.8f;  // an outlier, as trained weights have
+    const quantized_matrix q = quantize(f, w.data(), n, k);
+    const std::vector<float> d = q.dequantize();
+    std::vector<T> x(static_cast<std::size_t>(m * k));
+    for (auto& v : x) v = static_cast<T>(nd(rng));
+    const vulkan::quantized_tensor dw(*ctx, q);
+    auto dx = vulkan::device_tensor<T>::from_host(*ctx, tensor_view<const T>(x.data(), {m, k}));
+    vulkan::device_tensor<T> dy(*ctx, {m, n});
+    {
+      vulkan::stream s(*ctx);
+      vulkan::gemm_quantized(s, dw, dx, dy, cfg);
+      s.run();
+    }
+    const std::vector<T> y = dy.to_vector();
+    const double out_ulp = std::is_same_v<T, float> ? 0x1p-24 : std::is_same_v<T, half> ? 0x1p-11 : 0x1p-8;
+    int wrong = 0;
+    for (index_t i = 0; i < m; ++i)
+      for (index_t c = 0; c < n; ++c) {
+        double ref = 0, mag = 0;
+        for (index_t j = 0; j < k; ++j) {
+          const double p = static_cast<double>(static_cast<float>(x[static_cast<std::size_t>(i * k + j)])) *
+                           d[static_cast<std::size_t>(c * k + j)];
+          ref += p;
+          mag += std::fabs(p);
+        }
+        const double got = static_cast<float>(y[static_cast<std::size_t>(i * n + c)]);
+        if (!(std::fabs(got - ref) <= 2.0 * static_cast<double>(k) * 0x1p-24 * mag + out_ulp * std::fabs(ref) + 1e-30) &&
+            wrong++ < 3)
+          FAIL_CHECK("Y[" << i << "," << c << "] = " << got << ", reference " << ref);
+      }
+    CHECK(wrong == 0);
+  };
+  for (qformat f : all_qformats) {
+    for (index_t k : {32, 1024, 45}) {
+      if (k % 32 != 0 && info_of(f).block == 32) continue;  // fp8 only: rows of any length
+      for (index_t m : {1, 2, 3, 5, 9}) run_case(0.0f, f, m, 37, k, nullptr);
+    }
+    if (ctx->info().storage_16bit) {
+      run_case(half(0), f, 4, 29, 256, nullptr);
+      run_case(bfloat16(0), f, 1, 29, 256, nullptr);
+    }
+  }
+  // Knobs other than the defaults: many units per invocation, one row of W, bands of X rows.
+  const vulkan::qgemv_config small{32, 1, 1}, wide{64, 8, 2};
+  run_case(0.0f, qformat::q4_0, 3, 17, 2048, &small);
+  run_case(0.0f, qformat::q8_0, 5, 41, 512, &wide);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan quantized weights refuse non-finite codes, shapes that do not fit and bad knobs") {
+  KFT_NEED_DEVICE();
+  {
+    std::vector<std::uint8_t> b(64, 0x10);
+    b[37] = 0x7f;  // E4M3 NaN
+    CHECK_THROWS_AS(vulkan::quantized_tensor(*ctx, quantized_matrix(qformat::fp8_e4m3, 2, 32, b, {1.0f, 1.0f})),
+                    argument_error);
+    b[37] = 0x7c;  // E5M2 +Inf
+    CHECK_THROWS_AS(vulkan::quantized_tensor(*ctx, quantized_matrix(qformat::fp8_e5m2, 2, 32, b, {1.0f, 1.0f})),
+                    argument_error);
+    std::vector<std::uint8_t> mx(17, 0x11);
+    mx[0] = 0xff;  // E8M0 NaN
+    CHECK_THROWS_AS(vulkan::quantized_tensor(*ctx, quantized_matrix(qformat::mxfp4, 1, 32, mx)), argument_error);
+    std::vector<std::uint8_t> q4(18, 0x11);
+    q4[1] = 0x7c;  // f16 scale +Inf
+    CHECK_THROWS_AS(vulkan::quantized_tensor(*ctx, quantized_matrix(qformat::q4_0, 1, 32, q4)), argument_error);
+  }
+  std::vector<float> w(64 * 3, 0.25f);
+  const vulkan::quantized_tensor dw(*ctx, quantize(qformat::q8_0, w.data(), 3, 64));
+  vulkan::device_tensor<float> x(*ctx, {2, 64}), y(*ctx, {2, 3}), bad_x(*ctx, {2, 63}), bad_y(*ctx, {2, 4});
+  vulkan::stream s(*ctx);
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, bad_x, y), shape_error);
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, bad_y), shape_error);
+  const vulkan::qgemv_config zero_rows{128, 0, 1}, too_many{128, 16, 8}, huge_wg{1u << 20, 4, 1};
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &zero_rows), argument_error);
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &too_many), argument_error);
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &huge_wg), unsupported_error);
+  KFT_NO_VALIDATION_MESSAGES();
+}
