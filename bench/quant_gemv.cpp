@@ -22,8 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "kforge/core/quant.hpp"
-#include "kforge/cpu/quant_gemm.hpp"
+#include "kforge/kforge.hpp"
 
 #ifdef KFORGE_PEER_GGML
 #include "ggml-cpu.h"
@@ -98,6 +97,18 @@ int main(int argc, char** argv) {
 
     const double ms = median_ms(reps, [&] { cpu::gemm_quantized(q, x.data(), m, k, y.data(), n, threads); });
     line("kforge gemm_quantized", ms, bytes, read_gbs);
+    if (m >= 8) {
+      // Prefill rows: both paths, and the f32 gemm of X and dequantize(W) (B = Wᵀ, read column-major) beside them.
+      const double flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+      std::vector<float> y2(y.size());
+      const double tiles = median_ms(reps, [&] { cpu::quant_detail::gemm_tiles(q, x.data(), m, k, y2.data(), n, threads); });
+      const double packed = median_ms(reps, [&] { cpu::detail::gemm_quantized_packed(q, x.data(), m, k, y2.data(), n, threads); });
+      const std::vector<float> dq = q.dequantize();
+      const tensor_view<const float> xa(x.data(), {m, k}), wb(dq.data(), {k, n}, {1, k});
+      const double f32 = median_ms(reps, [&] { run<policy::threaded<>>(op::gemm<float>{}, xa, wb, tensor_view<float>(y2.data(), {m, n})); });
+      std::printf("%-28s tiles %.3f ms %.1f GFLOP/s | packed %.3f ms %.1f GFLOP/s | f32 gemm (dequantized W) %.3f ms %.1f GFLOP/s | packed/f32 rate %.2f\n",
+                  "prefill paths", tiles, flop / tiles / 1e6, packed, flop / packed / 1e6, f32, flop / f32 / 1e6, f32 / packed);
+    }
 
 #ifdef KFORGE_PEER_GGML
     if (f == qformat::q8_0 || f == qformat::q4_0 || f == qformat::mxfp4) {

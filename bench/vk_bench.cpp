@@ -849,10 +849,18 @@ void quant_cases(bool sweep, bool smoke) {
         if (!sweep) continue;
         double best = ms;
         std::string best_cfg = "default";
-        for (std::uint32_t wg : {64u, 128u, 256u})
-          for (std::uint32_t rows : {1u, 2u, 4u, 8u})
-            for (std::uint32_t bm : {1u, 2u, 4u, 8u}) {
-              if (bm > static_cast<std::uint32_t>(m) || (bm < static_cast<std::uint32_t>(m) && bm != 4u) || rows * bm > 32) continue;
+        const auto um = static_cast<std::uint32_t>(m);
+        for (std::uint32_t probe : {1u, 2u}) {
+          vulkan::qgemv_config c = d;
+          c.probe = probe;
+          const double t = time_cfg(&c);
+          std::printf("PROBE %s without %s: %.4f ms %.0f GB/s\n", name.c_str(), probe == 1 ? "decoding" : "X loads", t,
+                      w_bytes / (t * 1e-3) / 1e9);
+        }
+        for (std::uint32_t wg : {32u, 64u, 128u, 256u})
+          for (std::uint32_t rows : {1u, 2u, 4u, 8u, 16u})
+            for (std::uint32_t bm : {um, 4u}) {
+              if (bm > um || (bm != um && um != 8) || rows * bm > 64) continue;
               const vulkan::qgemv_config c{wg, rows, bm};
               const double t = time_cfg(&c);
               const double e = check();

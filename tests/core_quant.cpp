@@ -228,3 +228,19 @@ TEST_CASE("bad weights and shapes are refused with a clear error") {
   CHECK(parse_qformat("mxfp4") == qformat::mxfp4);
   CHECK_THROWS_AS(parse_qformat("q4_k"), argument_error);
 }
+
+TEST_CASE("quantized_matrix::dequantize_range is the row's slice, on block boundaries only") {
+  std::vector<float> w(3 * 96);
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = std::sin(0.37f * static_cast<float>(i)) * 2.0f;
+  for (qformat f : all_qformats) {
+    CAPTURE(to_string(f));
+    const quantized_matrix q = quantize(f, w.data(), 3, 96);
+    std::vector<float> row(96), part(64, -1.0f);
+    q.dequantize_row(2, row.data());
+    q.dequantize_range(2, 32, 96, part.data());
+    for (int j = 0; j < 64; ++j) CHECK(part[static_cast<std::size_t>(j)] == row[static_cast<std::size_t>(32 + j)]);
+    CHECK_THROWS_AS(q.dequantize_range(3, 0, 32, part.data()), shape_error);   // no row 3
+    CHECK_THROWS_AS(q.dequantize_range(0, 32, 128, part.data()), shape_error);  // past K
+    if (info_of(f).block == 32) CHECK_THROWS_AS(q.dequantize_range(0, 16, 48, part.data()), shape_error);  // mid-block
+  }
+}

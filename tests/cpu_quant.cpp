@@ -2,7 +2,7 @@
 // with a quantized W equals the f32 gemm of X and dequantize(W) within the
 // rounding of f32 sums, for every format, decode-sized M (1 to 9, across
 // the 4-row tile), odd N, K of one block up to many (fp8: not a multiple of
-// 32 too), one thread or several,
+// 32 too), one thread or several, the packed prefill path (M ≥ 48),
 // leading dimensions wider than the rows; bad shapes refused.
 #include <doctest/doctest.h>
 
@@ -28,7 +28,7 @@ TEST_CASE("cpu::gemm_quantized is the f32 gemm of X and dequantize(W), every for
       w[3] = 0.9f;  // an outlier, as trained weights have
       const quantized_matrix q = quantize(f, w.data(), n, k);
       const std::vector<float> d = q.dequantize();
-      for (index_t m : {1, 3, 4, 5, 9}) {
+      for (index_t m : {1, 3, 4, 5, 9, 49}) {  // 49: the prefill path (packed driver)
         for (int threads : {1, 2}) {
           CAPTURE(to_string(f));
           CAPTURE(k);

@@ -254,9 +254,18 @@ class quantized_matrix {
   }
 
   /// Row n as floats (K values into out): exactly the format's definition.
-  void dequantize_row(index_t n, float* out) const {
-    const std::uint8_t* p = row(n);
-    const index_t nb = k_ / 32;
+  void dequantize_row(index_t n, float* out) const { dequantize_range(n, 0, k_, out); }
+
+  /// Elements [k0, k1) of row n as floats into out (k1 − k0 values); k0 and
+  /// k1 are multiples of the format's block (k1 may be K).
+  void dequantize_range(index_t n, index_t k0, index_t k1, float* out) const {
+    const index_t blk = info_of(format_).block;
+    if (n < 0 || n >= n_ || k0 < 0 || k1 > k_ || k0 > k1 || k0 % blk != 0 || (k1 % blk != 0 && k1 != k_))
+      throw shape_error("kforge::quantized_matrix::dequantize_range: row " + std::to_string(n) + ", [" + std::to_string(k0) +
+                        ", " + std::to_string(k1) + ") of a " + std::to_string(n_) + "x" + std::to_string(k_) + " " +
+                        std::string(to_string(format_)) + " matrix");
+    const std::uint8_t* p = row(n) + k0 / blk * info_of(format_).block_bytes;
+    const index_t nb = (k1 - k0) / 32;
     switch (format_) {
       case qformat::q8_0:
         for (index_t b = 0; b < nb; ++b, p += 34) {
@@ -287,7 +296,7 @@ class quantized_matrix {
       case qformat::fp8_e5m2: {
         const float s = scale(n);
         const auto& t = quant_detail::fp8_values(format_ == qformat::fp8_e4m3 ? quant_detail::e4m3 : quant_detail::e5m2);
-        for (index_t j = 0; j < k_; ++j) out[j] = t[p[j]] * s;
+        for (index_t j = 0; j < k1 - k0; ++j) out[j] = t[p[j]] * s;
         break;
       }
     }

@@ -1,14 +1,18 @@
 // kforge/cpu/quant_gemm.hpp — Y = X · Wᵀ on the CPU with W a quantized
 // weight (core/quant.hpp: N rows of K, each along K in its format) and X, Y
-// f32: the decode rows of a language model (M of 1 to a few dozen), reading
-// the packed bytes of W once per M-tile and never a dequantized copy.
+// f32. Decode rows (M < 48, quant_detail::packed_rows: the crossover
+// measured at 4096×4096 on 2 Zen 5 cores) read the packed bytes of W once and
+// never a dequantized copy; prefill rows (M ≥ 48) run the f32
+// gemm's packed driver (cpu/gemm_kernel.hpp) with W's panels dequantized as
+// they are packed (detail::quantized_b_source): KC×NR floats per panel, in
+// cache, each rebuilt once per call and used by every row of X.
 //
 // Meaning: exactly the f32 gemm of X and dequantize(W) — each weight is
 // rebuilt as the format defines it (q·d as a float product, the E2M1/FP8
 // value times its scale) before it meets x, and sums are f32; only the order
 // of the additions differs from the reference.
 //
-// Work: the rows of W (output columns) are split over the threads
+// Decode work: the rows of W (output columns) are split over the threads
 // (cpu::detail::parallel_for) and read from memory once: each thread walks
 // its rows in slices of ~64 KiB, and on each slice takes up to 4 rows of X
 // at a time and walks each row of W block by block, rebuilding a block of 32
@@ -26,14 +30,61 @@
 #include <vector>
 
 #include "kforge/core/quant.hpp"
+#include "kforge/cpu/config.hpp"
+#include "kforge/cpu/gemm_kernel.hpp"
 #include "kforge/cpu/isa.hpp"
 #include "kforge/cpu/thread_pool.hpp"
+
+namespace kforge::cpu::detail {
+
+/// B = Wᵀ of a quantized W as an operand of the packed driver
+/// (gemm_blocked): its pack_b rebuilds each panel's weights as
+/// dequantize_range defines them, NR rows of W at a time, so the prefill
+/// rows run on the f32 micro-kernel with a KC×NR panel the only
+/// dequantized copy (per thread, in cache).
+struct quantized_b_source {
+  const quantized_matrix* w;
+};
+struct tag_quant_rows {};
+
+template <int NR>
+void pack_b(const quantized_b_source& b, index_t k0, index_t kc, index_t j0, index_t nc, float* __restrict dst) {
+  if (kc <= 0) return;
+  const quantized_matrix& w = *b.w;
+  const index_t blk = info_of(w.format()).block;
+  const index_t a0 = k0 / blk * blk, a1 = std::min(w.cols(), (k0 + kc + blk - 1) / blk * blk), len = a1 - a0;
+  float* rows = scratch<tag_quant_rows>(static_cast<std::size_t>(len * NR));
+  for (index_t p = 0; p < nc; p += NR, dst += NR * kc) {
+    const int nr = static_cast<int>(std::min<index_t>(NR, nc - p));
+    for (int j = 0; j < nr; ++j) w.dequantize_range(j0 + p + j, a0, a1, rows + j * len);
+    const float* src = rows + (k0 - a0);
+    for (index_t k = 0; k < kc; ++k) {
+      for (int j = 0; j < nr; ++j) dst[k * NR + j] = src[j * len + k];
+      for (int j = nr; j < NR; ++j) dst[k * NR + j] = 0.0f;
+    }
+  }
+}
+
+/// Y = X · Wᵀ through the packed driver with policy::threaded<>'s micro-kernel and blocking.
+inline void gemm_quantized_packed(const quantized_matrix& w, const float* x, index_t m, index_t ldx, float* y,
+                                  index_t ldy, int nthreads) {
+  using C = cpu_config<policy::threaded<>>;
+  gemm_blocked<typename C::simd, C::mr, C::nr / C::simd::width>(
+      m, w.rows(), w.cols(), matrix_source<float>{x, ldx, 1}, quantized_b_source{&w}, y, ldy, 1, gemm_epilogue{},
+      blocking_of<policy::threaded<>>(), nthreads);
+}
+
+}  // namespace kforge::cpu::detail
 
 namespace kforge::cpu {
 
 namespace quant_detail {
 
 inline constexpr index_t m_tile = 4;
+/// From this many rows of X on, the packed driver (prefill): W's panels
+/// dequantized once per call and reused by every row (4096×4096 on 2 Zen 5
+/// cores, q4_0/q8_0: the tiles faster at M = 32, even at 48, slower at 64).
+inline constexpr index_t packed_rows = 48;
 
 #if defined(__AVX512F__) && defined(__AVX512BW__)
 /// What a row of an fp8 matrix needs: the values of codes 0-127 (eight
@@ -166,6 +217,42 @@ inline void rows_generic(const quantized_matrix& w, const float* x, index_t ldx,
   }
 }
 
+/// The decode path: W read once, each slice of it against every 4-row tile of X.
+inline void gemm_tiles(const quantized_matrix& w, const float* x, index_t m, index_t ldx, float* y, index_t ldy,
+                       int nthreads) {
+  const index_t n = w.rows(), k = w.cols();
+  // A chunk of W's rows is at least ~64 KiB of packed bytes.
+  const index_t grain = std::max<index_t>(1, 65536 / std::max<index_t>(1, w.row_bytes()));
+  // Rows [n0, n1) of W against X's rows [i0, i0 + mt).
+  auto rows = [&](index_t i0, index_t mt, index_t n0, index_t n1) {
+#if defined(__AVX512F__) && defined(__AVX512BW__)
+    switch (w.format()) {
+      case qformat::q8_0: rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::q4_0: rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::mxfp4: rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
+      case qformat::fp8_e4m3:
+        if (k % 32 != 0) break;  // fp8 rows of any length: the generic path
+        rows_avx512<qformat::fp8_e4m3>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+        return;
+      case qformat::fp8_e5m2:
+        if (k % 32 != 0) break;
+        rows_avx512<qformat::fp8_e5m2>(w, x, ldx, i0, mt, y, ldy, n0, n1);
+        return;
+    }
+#endif
+    thread_local std::vector<float> buf;
+    rows_generic(w, x, ldx, i0, mt, y, ldy, n0, n1, buf);
+  };
+  // W is read from memory once: each thread takes a chunk of its rows in
+  // slices of ~64 KiB (they stay in L2) and runs every tile of X's rows on
+  // a slice before the next.
+  detail::parallel_for(nthreads, n, grain, [&](std::int64_t n0, std::int64_t n1) {
+    for (index_t s0 = n0; s0 < n1; s0 += grain)
+      for (index_t i0 = 0; i0 < m; i0 += m_tile)
+        rows(i0, std::min(m_tile, m - i0), s0, std::min<index_t>(n1, s0 + grain));
+  });
+}
+
 }  // namespace quant_detail
 
 /// Y (m × N, leading dimension ldy) = X (m × K, leading dimension ldx) · Wᵀ
@@ -180,36 +267,8 @@ inline void gemm_quantized(const quantized_matrix& w, const float* x, index_t m,
                       std::to_string(ldx) + ") times W^T [" + std::to_string(k) + "x" + std::to_string(n) + "] into Y (ld " +
                       std::to_string(ldy) + ")");
   if (nthreads <= 0) nthreads = default_num_threads();
-  // A chunk of W's rows is at least ~64 KiB of packed bytes.
-  const index_t grain = std::max<index_t>(1, 65536 / std::max<index_t>(1, w.row_bytes()));
-  // Rows [n0, n1) of W against X's rows [i0, i0 + mt).
-  auto rows = [&](index_t i0, index_t mt, index_t n0, index_t n1) {
-#if defined(__AVX512F__) && defined(__AVX512BW__)
-    switch (w.format()) {
-      case qformat::q8_0: quant_detail::rows_avx512<qformat::q8_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-      case qformat::q4_0: quant_detail::rows_avx512<qformat::q4_0>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-      case qformat::mxfp4: quant_detail::rows_avx512<qformat::mxfp4>(w, x, ldx, i0, mt, y, ldy, n0, n1); return;
-      case qformat::fp8_e4m3:
-        if (k % 32 != 0) break;  // fp8 rows of any length: the generic path
-        quant_detail::rows_avx512<qformat::fp8_e4m3>(w, x, ldx, i0, mt, y, ldy, n0, n1);
-        return;
-      case qformat::fp8_e5m2:
-        if (k % 32 != 0) break;
-        quant_detail::rows_avx512<qformat::fp8_e5m2>(w, x, ldx, i0, mt, y, ldy, n0, n1);
-        return;
-    }
-#endif
-    thread_local std::vector<float> buf;
-    quant_detail::rows_generic(w, x, ldx, i0, mt, y, ldy, n0, n1, buf);
-  };
-  // W is read from memory once: each thread takes a chunk of its rows in
-  // slices of ~64 KiB (they stay in L2) and runs every tile of X's rows on
-  // a slice before the next.
-  detail::parallel_for(nthreads, n, grain, [&](std::int64_t n0, std::int64_t n1) {
-    for (index_t s0 = n0; s0 < n1; s0 += grain)
-      for (index_t i0 = 0; i0 < m; i0 += quant_detail::m_tile)
-        rows(i0, std::min(quant_detail::m_tile, m - i0), s0, std::min<index_t>(n1, s0 + grain));
-  });
+  if (m >= quant_detail::packed_rows) detail::gemm_quantized_packed(w, x, m, ldx, y, ldy, nthreads);
+  else quant_detail::gemm_tiles(w, x, m, ldx, y, ldy, nthreads);
 }
 
 }  // namespace kforge::cpu

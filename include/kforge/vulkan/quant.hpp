@@ -152,13 +152,17 @@ class quantized_tensor {
 /// The decode kernel's knobs: WG invocations, NR rows of W and BM rows of X per workgroup.
 struct qgemv_config {
   std::uint32_t wg = 128, rows = 4, bm = 1;
+  /// Benchmarks only: a timing probe that leaves part of the work out (1: decoding, 2: loading X); wrong results.
+  std::uint32_t probe = 0;
 };
 
-/// The default knobs for M rows of X: BM covers M up to 4 (X's rows in registers), NR fewer as BM grows.
+/// The default knobs for M rows of X: one band of BM ≥ M rows up to 16 (W read once), NR fewer as BM grows.
 inline qgemv_config default_qgemv_config(index_t m) {
   if (m <= 1) return {128, 4, 1};
-  if (m == 2) return {128, 4, 2};
-  return {128, 2, 4};
+  if (m <= 2) return {128, 4, 2};
+  if (m <= 4) return {128, 4, 4};
+  if (m <= 8) return {128, 4, 8};
+  return {128, 2, 16};
 }
 
 /// Records Y [M, N] = X [M, K] · Wᵀ: x and y dense row-major of storage dtype dt (f32, f16 or bf16).
@@ -173,6 +177,13 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
   if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64)
     throw argument_error("kforge::vulkan::gemm_quantized: rows per workgroup " + std::to_string(c.rows) + " and X rows " +
                          std::to_string(c.bm) + " must be in [1, 64] and [1, 16] with a product ≤ 64");
+  const std::uint32_t min_sg = std::max<std::uint32_t>(1, ctx.info().min_subgroup_size ? ctx.info().min_subgroup_size
+                                                                                      : ctx.info().subgroup_size);
+  const std::uint32_t max_sg = (c.wg + min_sg - 1) / min_sg;
+  if (4ull * c.rows * c.bm * max_sg + 4ull * c.wg > ctx.info().max_shared_memory)
+    throw unsupported_error("kforge::vulkan::gemm_quantized: rows " + std::to_string(c.rows) + " × X rows " +
+                            std::to_string(c.bm) + " × " + std::to_string(max_sg) + " subgroups of partial sums exceed the device's " +
+                            std::to_string(ctx.info().max_shared_memory) + " bytes of shared memory");
   u32(m * w.cols(), "elements of X");
   u32(m * w.rows(), "elements of Y");
   const struct {
@@ -184,8 +195,9 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
   if (groups[2] > 65535) throw unsupported_error("kforge::vulkan::gemm_quantized: M = " + std::to_string(m) + " needs too many bands");
   const auto& p = ctx.get_pipeline(make_variant("gemm_quant", shaders::gemm_quant, dt,
                                                 {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
-                                                 {"KF_VEC", vec ? "1" : "0"}}),
-                                   {4, 16, {0, 1, 2}}, {c.wg, c.rows, c.bm});
+                                                 {"KF_VEC", vec ? "1" : "0"},
+                                                 {"KF_QPROBE", std::to_string(c.probe)}}),
+                                   {4, 16, {0, 1, 2, 3}}, {c.wg, c.rows, c.bm, max_sg});
   s.dispatch(p, {{w.codes()}, {w.scales()}, {x}, {y, true}}, &pc, sizeof pc, groups,
              "gemm_quantized " + std::string(to_string(w.format())));
 }

@@ -30,7 +30,8 @@
 // takes units t, t + WG, … of K: per unit it loads the unit's codes of all
 // NR rows (NR·QV 16-byte loads in flight; neighbouring invocations read
 // neighbouring units of a row, so a subgroup's loads are contiguous), their
-// scales, then for each of the BM rows of X the unit's 32 values (8 vec4,
+// scales (the next unit's are loaded before this one's are used: two sets in
+// registers), then for each of the BM rows of X the unit's 32 values (8 vec4,
 // from L1/L2: X is small) and accumulates NR·BM dot products. At the end
 // each of them is summed over the subgroup (subgroupAdd) and then over the
 // subgroups in a fixed order through shared memory: the result does not
@@ -38,8 +39,10 @@
 // rows of X past M do no work; K is bounded by the units (codes) and, when
 // K % 32 != 0 (fp8 only), by guarded scalar loads of X (KF_VEC = 0).
 //
-// Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC.
-// Specialization constants: 0 WG, 1 NR, 2 BM. Push constants: M, N, K, NB
+// Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC,
+// KF_QPROBE (0; the benchmark's timing probes: 1 leaves the decoding out, 2
+// the loads of X — their results are wrong by design).
+// Specialization constants: 0 WG, 1 NR, 2 BM, 3 MAXSG. Push constants: M, N, K, NB
 // (units per row).
 #pragma once
 
@@ -48,6 +51,7 @@ namespace kforge::vulkan::shaders {
 inline constexpr const char* gemm_quant = R"glsl(
 layout(constant_id = 1) const uint NR = 4;
 layout(constant_id = 2) const uint BM = 1;
+layout(constant_id = 3) const uint MAXSG = 4;  // subgroups a workgroup can have (WG / the smallest subgroup size)
 const uint WG = gl_WorkGroupSize.x;
 #if KF_QF == 1 || KF_QF == 2
 const uint QV = 1u;  // uvec4 per unit: 32 nibbles
@@ -67,7 +71,7 @@ layout(std430, set = 0, binding = 2) readonly buffer BufX { T x_[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer BufY { T y_[]; };
 layout(push_constant) uniform Push { uint M, N, K, NB; } pc;
 
-shared float qg_red[NR * BM * WG];  // [dot product][subgroup]
+shared float qg_red[NR * BM * MAXSG];  // [dot product][subgroup]
 
 // X[m, 32u .. 32u + 31] as 8 vec4 (zero past K).
 void load_x(uint m, uint u, inout vec4 xv[8]) {
@@ -103,7 +107,13 @@ uint e5m2_pair(uint v) { return (v & 0x00FF00FFu) << 8; }
 // One unit's raw dot product with x (before its scale).
 float unit_dot(uvec4 q0, uvec4 q1, vec4 xv[8]) {
   float s = 0.0;
-#if KF_QF == 0
+#if KF_QPROBE == 1
+  // Timing probe: the codes' bits taken as floats, no decoding (wrong by design).
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(uintBitsToFloat(q0), xv[j]);
+    s += dot(uintBitsToFloat(q1), xv[4 + j]);
+  }
+#elif KF_QF == 0
   // q8_0: q + 128 by XOR, b + 2^23 + ... - (2^23 + 128) = q.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
     s += dot(kq_bytes(q0[j] ^ 0x80808080u) - 8388736.0, xv[j]);
@@ -149,6 +159,16 @@ float unit_scale(uint n, uint u) {
 #endif
 }
 
+// Unit u's codes and scales of the NR rows from n0 into qw, sc (rows past N
+// read as row N - 1). A macro: glslang rejects some calls with arrays sized by
+// specialization constants as arguments.
+#define KQ_LOAD_W(n0, u, qw, sc)                                                       \
+  [[unroll]] for (uint r = 0; r < NR; ++r) {                                         \
+    const uint n = min((n0) + r, pc.N - 1u);                                         \
+    [[unroll]] for (uint v = 0; v < QV; ++v) qw[r * QV + v] = q_[(n * pc.NB + (u)) * QV + v]; \
+    sc[r] = unit_scale(n, (u));                                                      \
+  }
+
 void main() {
   const uint t = gl_LocalInvocationID.x;
   const uint n0 = kf_group_id() * NR, m0 = gl_WorkGroupID.z * BM;
@@ -156,33 +176,39 @@ void main() {
   float acc[NR * BM];
   [[unroll]] for (uint i = 0; i < NR * BM; ++i) acc[i] = 0.0;
 
+  // Software pipelined: the next unit's codes are in flight while this one's are used.
+  uvec4 qw[NR * QV];
+  float sc[NR];
+  if (t < pc.NB) KQ_LOAD_W(n0, t, qw, sc);
   for (uint u = t; u < pc.NB; u += WG) {
-    uvec4 qw[NR * QV];
-    float sc[NR];
-    [[unroll]] for (uint r = 0; r < NR; ++r) {
-      const uint n = min(n0 + r, pc.N - 1u);
-      [[unroll]] for (uint v = 0; v < QV; ++v) qw[r * QV + v] = q_[(n * pc.NB + u) * QV + v];
-      sc[r] = unit_scale(n, u);
-    }
+    uvec4 cw[NR * QV];
+    float cs[NR];
+    [[unroll]] for (uint i = 0; i < NR * QV; ++i) cw[i] = qw[i];
+    [[unroll]] for (uint r = 0; r < NR; ++r) cs[r] = sc[r];
+    if (u + WG < pc.NB) KQ_LOAD_W(n0, u + WG, qw, sc);
     [[unroll]] for (uint m = 0; m < BM; ++m) {
       if (m0 + m >= pc.M) break;  // uniform
       vec4 xv[8];
+#if KF_QPROBE == 2
+      [[unroll]] for (uint j = 0; j < 8; ++j) xv[j] = vec4(float(m + j));
+#else
       load_x(m0 + m, u, xv);
+#endif
       [[unroll]] for (uint r = 0; r < NR; ++r)
-        acc[r * BM + m] = fma(sc[r], unit_dot(qw[r * QV], qw[r * QV + QV - 1u], xv), acc[r * BM + m]);
+        acc[r * BM + m] = fma(cs[r], unit_dot(cw[r * QV], cw[r * QV + QV - 1u], xv), acc[r * BM + m]);
     }
   }
 
   [[unroll]] for (uint i = 0; i < NR * BM; ++i) {
     float v = subgroupAdd(acc[i]);
-    if (subgroupElect()) qg_red[i * WG + gl_SubgroupID] = v;
+    if (subgroupElect()) qg_red[i * MAXSG + gl_SubgroupID] = v;
   }
   barrier();
   for (uint i = t; i < NR * BM; i += WG) {
     const uint r = i / BM, m = i - r * BM, n = n0 + r;
     if (n >= pc.N || m0 + m >= pc.M) continue;
     float v = 0.0;
-    for (uint g = 0; g < gl_NumSubgroups; ++g) v += qg_red[i * WG + g];
+    for (uint g = 0; g < gl_NumSubgroups; ++g) v += qg_red[i * MAXSG + g];
 #if KF_QF == 3
     v = v * 256.0 * uintBitsToFloat(s_[n]);
 #elif KF_QF == 4
