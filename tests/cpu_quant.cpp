@@ -1,7 +1,8 @@
 // tests/cpu_quant.cpp — cpu::gemm_quantized (cpu/quant_gemm.hpp): Y = X · Wᵀ
 // with a quantized W equals the f32 gemm of X and dequantize(W) within the
 // rounding of f32 sums, for every format, decode-sized M (1 to 9, across
-// the 4-row tile), odd N, K of one block up to many (fp8: not a multiple of
+// the 4-row tile), odd N, K of one block up to many (past 8192: the
+// two-rows-a-pass decode path; fp8: not a multiple of
 // 32 too), one thread or several, the packed prefill path (M ≥ 48),
 // leading dimensions wider than the rows; bad shapes refused.
 #include <doctest/doctest.h>
@@ -20,7 +21,7 @@ TEST_CASE("cpu::gemm_quantized is the f32 gemm of X and dequantize(W), every for
   std::mt19937 rng(48);
   std::normal_distribution<float> nd(0.0f, 1.0f);
   for (qformat f : all_qformats) {
-    for (index_t k : {32, 96, 1024, 45}) {
+    for (index_t k : {32, 96, 1024, 45, 8224}) {  // 8224: M = 1 takes two rows of W per pass (K > 8192)
       if (k % 32 != 0 && info_of(f).block == 32) continue;  // fp8 only: rows of any length (its generic path)
       const index_t n = 37;
       std::vector<float> w(static_cast<std::size_t>(n * k));
