@@ -857,18 +857,22 @@ void quant_cases(bool sweep, bool smoke) {
           std::printf("PROBE %s without %s: %.4f ms %.0f GB/s\n", name.c_str(), probe == 1 ? "decoding" : "X loads", t,
                       w_bytes / (t * 1e-3) / 1e9);
         }
-        for (std::uint32_t wg : {32u, 64u, 128u, 256u})
-          for (std::uint32_t rows : {1u, 2u, 4u, 8u, 16u})
-            for (std::uint32_t bm : {um, 4u}) {
-              if (bm > um || (bm != um && um != 8) || rows * bm > 64) continue;
-              const vulkan::qgemv_config c{wg, rows, bm};
-              const double t = time_cfg(&c);
-              const double e = check();
-              std::printf("SWEEP %s wg %u rows %u bm %u %.4f ms %.0f GB/s %s\n", name.c_str(), wg, rows, bm, t,
-                          w_bytes / (t * 1e-3) / 1e9, e <= 2e-3 ? "ok" : "WRONG");
-              std::fflush(stdout);
-              if (e <= 2e-3 && t < best) best = t, best_cfg = "wg " + std::to_string(wg) + " rows " + std::to_string(rows) + " bm " + std::to_string(bm);
-            }
+        const bool has_pairs = f == qformat::q8_0 || f == qformat::q4_0;
+        for (std::uint32_t pairs : {0u, 1u})
+          for (std::uint32_t wg : {64u, 128u, 256u})
+            for (std::uint32_t rows : {1u, 2u, 4u, 8u, 16u})
+              for (std::uint32_t bm : {um, 4u}) {
+                if ((pairs && !has_pairs) || bm > um || (bm != um && um != 8) || rows * bm > 64) continue;
+                const vulkan::qgemv_config c{wg, rows, bm, pairs};
+                const double t = time_cfg(&c);
+                const double e = check();
+                const std::string cs = "wg " + std::to_string(wg) + " rows " + std::to_string(rows) + " bm " +
+                                       std::to_string(bm) + " pairs " + std::to_string(pairs);
+                std::printf("SWEEP %s %s %.4f ms %.0f GB/s %s\n", name.c_str(), cs.c_str(), t, w_bytes / (t * 1e-3) / 1e9,
+                            e <= 2e-3 ? "ok" : "WRONG");
+                std::fflush(stdout);
+                if (e <= 2e-3 && t < best) best = t, best_cfg = cs;
+              }
         std::printf("BEST %s %s %.4f ms (default %.4f ms, %.2fx)\n", name.c_str(), best_cfg.c_str(), best, ms, ms / best);
       }
     }

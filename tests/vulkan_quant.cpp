@@ -15,12 +15,19 @@ using namespace kforge;
 namespace {
 
 /// One-hot rows: X [K, K] = I, so Y [K, N] = dequantize(W)ᵀ, each element one product.
-void check_decoded_exactly(vulkan::context& ctx, const quantized_matrix& q) {
+void check_decoded_exactly(vulkan::context& ctx, const quantized_matrix& q, const vulkan::qgemv_config* cfg = nullptr) {
   const index_t n = q.rows(), k = q.cols();
   std::vector<float> x(static_cast<std::size_t>(k * k), 0.0f), y(static_cast<std::size_t>(k * n), -1.0f);
   for (index_t i = 0; i < k; ++i) x[static_cast<std::size_t>(i * k + i)] = 1.0f;
   const vulkan::quantized_tensor dw(ctx, q);
-  vulkan::gemm_quantized<float>(dw, tensor_view<const float>(x.data(), {k, k}), tensor_view<float>(y.data(), {k, n}));
+  {
+    auto dx = vulkan::device_tensor<float>::from_host(ctx, tensor_view<const float>(x.data(), {k, k}));
+    vulkan::device_tensor<float> dy(ctx, {k, n});
+    vulkan::stream s(ctx);
+    vulkan::gemm_quantized(s, dw, dx, dy, cfg);
+    s.run();
+    dy.download(tensor_view<float>(y.data(), {k, n}));
+  }
   const std::vector<float> d = q.dequantize();
   int wrong = 0;
   for (index_t r = 0; r < n; ++r)
@@ -48,7 +55,10 @@ TEST_CASE("vulkan quantized weights: every code of every format decodes as core'
         bytes.insert(bytes.end(), d.begin(), d.end());
         for (int j = 0; j < 32; ++j) bytes.push_back(static_cast<std::uint8_t>(b * 32 + j));
       }
-    check_decoded_exactly(*ctx, quantized_matrix(qformat::q8_0, 8, 256, bytes));
+    const quantized_matrix q(qformat::q8_0, 8, 256, bytes);
+    const vulkan::qgemv_config pairs{128, 4, 16, 1};
+    check_decoded_exactly(*ctx, q);
+    check_decoded_exactly(*ctx, q, &pairs);
   }
   // q4_0 and mxfp4: each block holds the 16 codes twice (low and high nibbles differ).
   for (qformat f : {qformat::q4_0, qformat::mxfp4}) {
@@ -66,7 +76,10 @@ TEST_CASE("vulkan quantized weights: every code of every format decodes as core'
         }
         for (int j = 0; j < 16; ++j) bytes.push_back(static_cast<std::uint8_t>(((j + b) & 15) | (((j * 7 + r) & 15) << 4)));
       }
-    check_decoded_exactly(*ctx, quantized_matrix(f, rows, 64, bytes));
+    const quantized_matrix q(f, rows, 64, bytes);
+    const vulkan::qgemv_config pairs{128, 4, 16, 1};
+    check_decoded_exactly(*ctx, q);
+    if (f == qformat::q4_0) check_decoded_exactly(*ctx, q, &pairs);
   }
   // fp8: every finite code in each row, under three row scales.
   for (qformat f : {qformat::fp8_e4m3, qformat::fp8_e5m2}) {
@@ -136,9 +149,12 @@ TEST_CASE("vulkan gemm_quantized is the gemm of X and dequantize(W): every forma
     }
   }
   // Knobs other than the defaults: many units per invocation, one row of W, bands of X rows.
-  const vulkan::qgemv_config small{32, 1, 1}, wide{64, 8, 2};
+  const vulkan::qgemv_config small{32, 1, 1}, wide{64, 8, 2}, pairs{128, 4, 4, 1};
   run_case(0.0f, qformat::q4_0, 3, 17, 2048, &small);
   run_case(0.0f, qformat::q8_0, 5, 41, 512, &wide);
+  // The f16-pair decoding of q8_0 and q4_0.
+  run_case(0.0f, qformat::q4_0, 4, 37, 1024, &pairs);
+  run_case(0.0f, qformat::q8_0, 3, 37, 1024, &pairs);
   KFT_NO_VALIDATION_MESSAGES();
 }
 
@@ -161,6 +177,11 @@ TEST_CASE("vulkan quantized weights refuse non-finite codes, shapes that do not 
   }
   std::vector<float> w(64 * 3, 0.25f);
   const vulkan::quantized_tensor dw(*ctx, quantize(qformat::q8_0, w.data(), 3, 64));
+  {  // the host-view overload: uploads, runs, downloads
+    std::vector<float> hx(2 * 64, 1.0f), hy(2 * 3, 0.0f);
+    vulkan::gemm_quantized<float>(dw, tensor_view<const float>(hx.data(), {2, 64}), tensor_view<float>(hy.data(), {2, 3}));
+    for (float v : hy) CHECK(v == doctest::Approx(16.0f).epsilon(1e-3));
+  }
   vulkan::device_tensor<float> x(*ctx, {2, 64}), y(*ctx, {2, 3}), bad_x(*ctx, {2, 63}), bad_y(*ctx, {2, 4});
   vulkan::stream s(*ctx);
   CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, bad_x, y), shape_error);

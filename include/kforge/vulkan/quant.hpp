@@ -152,6 +152,8 @@ class quantized_tensor {
 /// The decode kernel's knobs: WG invocations, NR rows of W and BM rows of X per workgroup.
 struct qgemv_config {
   std::uint32_t wg = 128, rows = 4, bm = 1;
+  /// q8_0 and q4_0: decode two codes at a time through f16 pairs (shaders/gemm_quant.hpp, KF_QPAIRS).
+  std::uint32_t pairs = 0;
   /// Benchmarks only: a timing probe that leaves part of the work out (1: decoding, 2: loading X); wrong results.
   std::uint32_t probe = 0;
 };
@@ -174,7 +176,7 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
   if (m <= 0) throw shape_error("kforge::vulkan::gemm_quantized: M must be positive, got " + std::to_string(m));
   const qgemv_config c = cfg ? *cfg : default_qgemv_config(m);
   check_wg(ctx, c.wg, "gemm_quantized");
-  if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64)
+  if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64 || c.pairs > 1 || c.probe > 2)
     throw argument_error("kforge::vulkan::gemm_quantized: rows per workgroup " + std::to_string(c.rows) + " and X rows " +
                          std::to_string(c.bm) + " must be in [1, 64] and [1, 16] with a product ≤ 64");
   const std::uint32_t min_sg = std::max<std::uint32_t>(1, ctx.info().min_subgroup_size ? ctx.info().min_subgroup_size
@@ -196,7 +198,8 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
   const auto& p = ctx.get_pipeline(make_variant("gemm_quant", shaders::gemm_quant, dt,
                                                 {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
                                                  {"KF_VEC", vec ? "1" : "0"},
-                                                 {"KF_QPROBE", std::to_string(c.probe)}}),
+                                                 {"KF_QPROBE", std::to_string(c.probe)},
+                                                 {"KF_QPAIRS", c.pairs ? "1" : "0"}}),
                                    {4, 16, {0, 1, 2, 3}}, {c.wg, c.rows, c.bm, max_sg});
   s.dispatch(p, {{w.codes()}, {w.scales()}, {x}, {y, true}}, &pc, sizeof pc, groups,
              "gemm_quantized " + std::string(to_string(w.format())));

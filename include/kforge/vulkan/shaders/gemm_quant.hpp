@@ -40,6 +40,10 @@
 // K % 32 != 0 (fp8 only), by guarded scalar loads of X (KF_VEC = 0).
 //
 // Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC,
+// KF_QPAIRS (q8_0, q4_0: 1 decodes two codes per integer operation as the
+// f16 pair 1024 + b, widened by unpackHalf2x16 — exact, fewer integer and
+// more conversion instructions than 2^23 + b; which is faster is the
+// device's, a knob),
 // KF_QPROBE (0; the benchmark's timing probes: 1 leaves the decoding out, 2
 // the loads of X — their results are wrong by design).
 // Specialization constants: 0 WG, 1 NR, 2 BM, 3 MAXSG. Push constants: M, N, K, NB
@@ -100,6 +104,9 @@ vec4 kq_bytes(uint v) {
 uint e2m1_pair(uint v) { return ((v & 0x00080008u) << 12) | ((v & 0x00070007u) << 9); }
 uint e4m3_pair(uint v) { return ((v & 0x007F007Fu) << 7) | ((v & 0x00800080u) << 8); }
 uint e5m2_pair(uint v) { return (v & 0x00FF00FFu) << 8; }
+// Bytes 0 and 2 of v (low nibbles / whole bytes) as the f16s 1024 + b (exact up to 2047).
+uint kq_f16_nibbles(uint v) { return (v & 0x000F000Fu) | 0x64006400u; }
+uint kq_f16_bytes(uint v) { return (v & 0x00FF00FFu) | 0x64006400u; }
 
 // Elements 4i .. 4i+3 of word w (bytes 0..3 in order) through pair(): bytes 0, 2 then 1, 3.
 #define KQ_PAIRS(pair, w) vec4(unpackHalf2x16(pair(w)), unpackHalf2x16(pair((w) >> 8))).xzyw
@@ -113,11 +120,24 @@ float unit_dot(uvec4 q0, uvec4 q1, vec4 xv[8]) {
     s += dot(uintBitsToFloat(q0), xv[j]);
     s += dot(uintBitsToFloat(q1), xv[4 + j]);
   }
+#elif KF_QF == 0 && KF_QPAIRS
+  // q8_0 through f16 pairs: bytes 0, 2 (then 1, 3) of q + 128 as the f16s 1024 + b, less 1152.
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    uint a = q0[j] ^ 0x80808080u, b = q1[j] ^ 0x80808080u;
+    s += dot(KQ_PAIRS(kq_f16_bytes, a) - 1152.0, xv[j]);
+    s += dot(KQ_PAIRS(kq_f16_bytes, b) - 1152.0, xv[4 + j]);
+  }
 #elif KF_QF == 0
   // q8_0: q + 128 by XOR, b + 2^23 + ... - (2^23 + 128) = q.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
     s += dot(kq_bytes(q0[j] ^ 0x80808080u) - 8388736.0, xv[j]);
     s += dot(kq_bytes(q1[j] ^ 0x80808080u) - 8388736.0, xv[4 + j]);
+  }
+#elif KF_QF == 1 && KF_QPAIRS
+  // q4_0 through f16 pairs: two nibbles a mask (the f16s 1024 + q), less 1032.
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    s += dot(KQ_PAIRS(kq_f16_nibbles, q0[j]) - 1032.0, xv[j]);
+    s += dot(KQ_PAIRS(kq_f16_nibbles, q0[j] >> 4) - 1032.0, xv[4 + j]);
   }
 #elif KF_QF == 1
   // q4_0: low nibbles are elements 4j.., high nibbles 16 + 4j..; q - 8.
