@@ -190,5 +190,6 @@ TEST_CASE("vulkan quantized weights refuse non-finite codes, shapes that do not 
   CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &zero_rows), argument_error);
   CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &too_many), argument_error);
   CHECK_THROWS_AS(vulkan::gemm_quantized(s, dw, x, y, &huge_wg), unsupported_error);
+  CHECK_THROWS_AS(vulkan::gemm_quantized(s, vulkan::quantized_tensor{}, x, y), argument_error);  // no weights
   KFT_NO_VALIDATION_MESSAGES();
 }

@@ -9,8 +9,9 @@
 // 16-byte load can fetch aligned). The device holds exactly the packed bytes
 // of the format plus padding to 16 bytes: q4_0 4.5 bits a weight, mxfp4
 // 4.25, q8_0 8.5, fp8 8 (+ one f32 a row). The repack is a copy of the
-// matrix's bytes, in chunks of ≤ 16 MiB of staging memory (host memory
-// stays bounded whatever the matrix's size). Only finite weights are
+// matrix's bytes: the codes in chunks of ≤ 16 MiB of staging memory, the
+// scales (1/9 of q4_0's bytes, 1/17 of q8_0's and mxfp4's, 4 bytes a row
+// for fp8) gathered on the host and uploaded in one piece. Only finite weights are
 // admitted: a code or a scale that decodes to NaN or an infinity (an E4M3
 // S.1111.111, an E5M2 exponent of all ones, an E8M0 0xFF, an f16 scale of
 // Inf/NaN) is an argument_error naming its row, as core's quantize refuses
@@ -92,6 +93,10 @@ class quantized_tensor {
   buffer_ref codes() const { return sized(codes_, code_bytes()); }
   buffer_ref scales() const { return sized(scales_, scale_bytes()); }
   context& ctx() const { return *ctx_; }
+  /// argument_error for a default-constructed tensor (no weights, no context).
+  void check_not_empty() const {
+    if (!ctx_) throw argument_error("kforge::vulkan::gemm_quantized: the quantized_tensor holds no weights");
+  }
 
  private:
   std::size_t unit_bytes() const {
@@ -130,7 +135,7 @@ class quantized_tensor {
         break;
       case qformat::mxfp4:
         for (index_t b = 0; b < nb; ++b)
-          if (p[b * 17] == 0xff) bad("the E8M0 scale 0xFF (NaN)");
+          if (p[b * info_of(f).block_bytes] == 0xff) bad("the E8M0 scale 0xFF (NaN)");
         break;
       case qformat::fp8_e4m3:
         for (index_t j = 0; j < w.cols(); ++j)
@@ -172,13 +177,14 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
                                   const qgemv_config* cfg = nullptr) {
   using namespace detail;
   context& ctx = s.ctx();
+  w.check_not_empty();
   if (&ctx != &w.ctx()) throw argument_error("kforge::vulkan::gemm_quantized: the weights live in another context");
   if (m <= 0) throw shape_error("kforge::vulkan::gemm_quantized: M must be positive, got " + std::to_string(m));
   const qgemv_config c = cfg ? *cfg : default_qgemv_config(m);
   check_wg(ctx, c.wg, "gemm_quantized");
   if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64 || c.pairs > 1 || c.probe > 2)
     throw argument_error("kforge::vulkan::gemm_quantized: rows per workgroup " + std::to_string(c.rows) + " and X rows " +
-                         std::to_string(c.bm) + " must be in [1, 64] and [1, 16] with a product ≤ 64");
+                         std::to_string(c.bm) + " must be in [1, 64] and [1, 16] with a product ≤ 64, pairs 0 or 1, probe 0 to 2");
   const std::uint32_t min_sg = std::max<std::uint32_t>(1, ctx.info().min_subgroup_size ? ctx.info().min_subgroup_size
                                                                                       : ctx.info().subgroup_size);
   const std::uint32_t max_sg = (c.wg + min_sg - 1) / min_sg;
@@ -210,6 +216,7 @@ template <class T>
 void gemm_quantized(stream& s, const quantized_tensor& w, const device_tensor<T>& x, device_tensor<T>& y,
                     const qgemv_config* cfg = nullptr) {
   static_assert(!std::is_same_v<T, std::int32_t>, "kforge::vulkan::gemm_quantized: X and Y are float, half or bfloat16");
+  w.check_not_empty();
   if (x.rank() != 2 || x.dims()[1] != w.cols())
     throw shape_error("kforge::vulkan::gemm_quantized: X must be [M, " + std::to_string(w.cols()) + "], got " + x.dims().str());
   expect_shape("kforge::vulkan::gemm_quantized", "Y", kforge::shape{x.dims()[0], w.rows()}, y.dims());
