@@ -101,17 +101,18 @@ double median_ms(vulkan::context& ctx, F&& record, int reps = 10, std::size_t pe
 
 // Uniform in [lo, hi) from a counter hash (splitmix64): fast enough for the
 // LM head's 4096×128256 B (525 M elements).
+std::uint64_t splitmix64(std::uint64_t& st) {
+  std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
 template <class T>
 std::vector<T> random_host(std::size_t n, unsigned seed, float lo = -1, float hi = 1) {
   std::vector<T> v(n);
   std::uint64_t st = 0x9e3779b97f4a7c15ull * (seed + 1);
-  for (auto& x : v) {
-    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    x = static_cast<T>(lo + (hi - lo) * static_cast<float>(z >> 40) * 0x1.0p-24f);
-  }
+  for (auto& x : v) x = static_cast<T>(lo + (hi - lo) * static_cast<float>(splitmix64(st) >> 40) * 0x1.0p-24f);
   return v;
 }
 
@@ -749,10 +750,7 @@ quantized_matrix random_quantized(qformat f, index_t n, index_t k, unsigned seed
   std::vector<std::uint8_t> b(bytes);
   std::uint64_t st = 0x9e3779b97f4a7c15ull * (seed + 1);
   for (std::size_t i = 0; i < bytes; i += 8) {
-    std::uint64_t z = (st += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const std::uint64_t z = splitmix64(st);
     std::memcpy(b.data() + i, &z, std::min<std::size_t>(8, bytes - i));
   }
   std::vector<float> scales;

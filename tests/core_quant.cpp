@@ -244,3 +244,25 @@ TEST_CASE("quantized_matrix::dequantize_range is the row's slice, on block bound
     if (info_of(f).block == 32) CHECK_THROWS_AS(q.dequantize_range(0, 16, 48, part.data()), shape_error);  // mid-block
   }
 }
+
+TEST_CASE("adopted bytes whose codes or scales decode to NaN or an infinity are refused, naming the row") {
+  std::vector<std::uint8_t> b(64, 0x10);
+  b[37] = 0x7f;  // E4M3 NaN in row 1
+  CHECK_THROWS_WITH_AS(quantized_matrix(qformat::fp8_e4m3, 2, 32, b, {1.0f, 1.0f}), doctest::Contains("row 1"), argument_error);
+  b[37] = 0xfc;  // E5M2 -Inf
+  CHECK_THROWS_AS(quantized_matrix(qformat::fp8_e5m2, 2, 32, b, {1.0f, 1.0f}), argument_error);
+  b[37] = 0x7b;  // E5M2's largest finite code, and a finite E4M3 one
+  CHECK_NOTHROW(quantized_matrix(qformat::fp8_e5m2, 2, 32, b, {1.0f, 1.0f}));
+  CHECK_NOTHROW(quantized_matrix(qformat::fp8_e4m3, 2, 32, b, {1.0f, 1.0f}));
+  std::vector<std::uint8_t> mx(17, 0x11);
+  mx[0] = 0xff;  // E8M0 NaN
+  CHECK_THROWS_AS(quantized_matrix(qformat::mxfp4, 1, 32, mx), argument_error);
+  mx[0] = 0xfe;
+  CHECK_NOTHROW(quantized_matrix(qformat::mxfp4, 1, 32, mx));
+  std::vector<std::uint8_t> q4(18, 0x11);
+  q4[1] = 0x7c;  // f16 scale +Inf
+  CHECK_THROWS_AS(quantized_matrix(qformat::q4_0, 1, 32, q4), argument_error);
+  std::vector<std::uint8_t> q8(34, 0x11);
+  q8[1] = 0xfe;  // f16 scale NaN
+  CHECK_THROWS_AS(quantized_matrix(qformat::q8_0, 1, 32, q8), argument_error);
+}

@@ -160,7 +160,7 @@ TEST_CASE("vulkan gemm_quantized is the gemm of X and dequantize(W): every forma
 
 TEST_CASE("vulkan quantized weights refuse non-finite codes, shapes that do not fit and bad knobs") {
   KFT_NEED_DEVICE();
-  {
+  {  // core refuses the weights before any upload (tests/core_quant.cpp has the rule)
     std::vector<std::uint8_t> b(64, 0x10);
     b[37] = 0x7f;  // E4M3 NaN
     CHECK_THROWS_AS(vulkan::quantized_tensor(*ctx, quantized_matrix(qformat::fp8_e4m3, 2, 32, b, {1.0f, 1.0f})),

@@ -34,7 +34,8 @@
 // error, never a silent Inf. The codecs (e4m3/e5m2/e2m1/e8m0 ↔ float) are
 // exact in both directions for every code; float → fp8 matches PyTorch's
 // float8_e4m3fn / float8_e5m2 casts for every float (out of range: NaN for
-// e4m3, ±Inf for e5m2).
+// e4m3, ±Inf for e5m2). A quantized_matrix holds only codes and scales that
+// decode to finite values (adopted bytes are checked: argument_error).
 #pragma once
 
 #include <algorithm>
@@ -233,6 +234,7 @@ class quantized_matrix {
                         " row scales, got " + std::to_string(scales_.size()));
     for (float s : scales_)
       if (!std::isfinite(s)) throw argument_error("kforge::quantized_matrix: a row scale is not finite");
+    for (index_t r = 0; r < n_; ++r) check_finite_row(r);
   }
 
   qformat format() const { return format_; }
@@ -244,6 +246,40 @@ class quantized_matrix {
   std::size_t bytes() const { return data_.size() + scales_.size() * sizeof(float); }
   float scale(index_t n) const { return scales_.empty() ? 1.0f : scales_[static_cast<std::size_t>(n)]; }
   const std::vector<float>& scales() const { return scales_; }
+
+  /// Row r's codes and scales decode to finite values: argument_error naming
+  /// the row otherwise (an E4M3 S.1111.111, an E5M2 exponent of all ones, an
+  /// E8M0 0xFF, an f16 scale of Inf or NaN), as quantize refuses non-finite
+  /// input — every kernel may then decode without a NaN path.
+  void check_finite_row(index_t r) const {
+    const std::uint8_t* p = row(r);
+    auto bad = [&](const char* what) {
+      throw argument_error("kforge::quantized_matrix: row " + std::to_string(r) + " of the " +
+                           std::string(to_string(format_)) + " weights holds " + what +
+                           " (only finite weights are admitted)");
+    };
+    const qformat_info in = info_of(format_);
+    const index_t nb = k_ / in.block;
+    switch (format_) {
+      case qformat::q8_0:
+      case qformat::q4_0:
+        for (index_t b = 0; b < nb; ++b)
+          if (((p[b * in.block_bytes + 1] >> 2) & 31) == 31) bad("an f16 scale of Inf or NaN");
+        break;
+      case qformat::mxfp4:
+        for (index_t b = 0; b < nb; ++b)
+          if (p[b * in.block_bytes] == 0xff) bad("the E8M0 scale 0xFF (NaN)");
+        break;
+      case qformat::fp8_e4m3:
+        for (index_t j = 0; j < k_; ++j)
+          if ((p[j] & 0x7f) == 0x7f) bad("an E4M3 NaN code");
+        break;
+      case qformat::fp8_e5m2:
+        for (index_t j = 0; j < k_; ++j)
+          if ((p[j] & 0x7c) == 0x7c) bad("an E5M2 Inf or NaN code");
+        break;
+    }
+  }
 
   /// Throws shape_error unless N, K > 0 and K is a multiple of the format's block.
   static void check_shape(qformat f, index_t n, index_t k) {

@@ -220,19 +220,18 @@ void rows1_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_
     for (; b + 2 <= nb; b += 2, p += 2 * bb, q += 2 * bb) {
       const __m512 x0 = _mm512_loadu_ps(xr + b * 32), x1 = _mm512_loadu_ps(xr + b * 32 + 16);
       const __m512 x2 = _mm512_loadu_ps(xr + b * 32 + 32), x3 = _mm512_loadu_ps(xr + b * 32 + 48);
-      __m512 lo0, hi0, lo1, hi1;
-      load_block<F>(p, lo0, hi0, r0);
-      load_block<F>(p + bb, lo1, hi1, r0);
-      a[0] = _mm512_fmadd_ps(x0, lo0, a[0]);
-      a[1] = _mm512_fmadd_ps(x1, hi0, a[1]);
-      a[2] = _mm512_fmadd_ps(x2, lo1, a[2]);
-      a[3] = _mm512_fmadd_ps(x3, hi1, a[3]);
-      load_block<F>(q, lo0, hi0, r1);
-      load_block<F>(q + bb, lo1, hi1, r1);
-      c[0] = _mm512_fmadd_ps(x0, lo0, c[0]);
-      c[1] = _mm512_fmadd_ps(x1, hi0, c[1]);
-      c[2] = _mm512_fmadd_ps(x2, lo1, c[2]);
-      c[3] = _mm512_fmadd_ps(x3, hi1, c[3]);
+      // Two blocks of one row of W into its four accumulators.
+      auto two_blocks = [&](const std::uint8_t* rw, const fp8_row& rr, __m512* acc) __attribute__((always_inline)) {
+        __m512 lo0, hi0, lo1, hi1;
+        load_block<F>(rw, lo0, hi0, rr);
+        load_block<F>(rw + bb, lo1, hi1, rr);
+        acc[0] = _mm512_fmadd_ps(x0, lo0, acc[0]);
+        acc[1] = _mm512_fmadd_ps(x1, hi0, acc[1]);
+        acc[2] = _mm512_fmadd_ps(x2, lo1, acc[2]);
+        acc[3] = _mm512_fmadd_ps(x3, hi1, acc[3]);
+      };
+      two_blocks(p, r0, a);
+      two_blocks(q, r1, c);
     }
     if (b < nb) {
       const __m512 x0 = _mm512_loadu_ps(xr + b * 32), x1 = _mm512_loadu_ps(xr + b * 32 + 16);

@@ -11,11 +11,9 @@
 // 4.25, q8_0 8.5, fp8 8 (+ one f32 a row). The repack is a copy of the
 // matrix's bytes: the codes in chunks of ≤ 16 MiB of staging memory, the
 // scales (1/9 of q4_0's bytes, 1/17 of q8_0's and mxfp4's, 4 bytes a row
-// for fp8) gathered on the host and uploaded in one piece. Only finite weights are
-// admitted: a code or a scale that decodes to NaN or an infinity (an E4M3
-// S.1111.111, an E5M2 exponent of all ones, an E8M0 0xFF, an f16 scale of
-// Inf/NaN) is an argument_error naming its row, as core's quantize refuses
-// non-finite input.
+// for fp8) gathered on the host and uploaded in one piece. The kernel has no
+// NaN path: a quantized_matrix holds only finite codes and scales (core
+// refuses the rest when it is built).
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -56,7 +54,6 @@ class quantized_tensor {
       auto* dst = static_cast<std::uint8_t*>(st.mapped());
       std::memset(dst, 0, static_cast<std::size_t>(rows) * row_dev);
       for (index_t r = r0; r < r0 + rows; ++r) {
-        check_finite(w, r);
         const std::uint8_t* src = w.row(r);
         std::uint8_t* d = dst + static_cast<std::size_t>(r - r0) * row_dev;
         if (!per_unit_scale) {
@@ -117,37 +114,6 @@ class quantized_tensor {
     r.size = bytes;
     return r;
   }
-  /// Row r holds only finite values (see the header comment).
-  static void check_finite(const quantized_matrix& w, index_t r) {
-    const std::uint8_t* p = w.row(r);
-    const qformat f = w.format();
-    auto bad = [&](const std::string& what) {
-      throw argument_error("kforge::vulkan::quantized_tensor: row " + std::to_string(r) + " of the " +
-                           std::string(to_string(f)) + " weights holds " + what +
-                           " (only finite weights are admitted)");
-    };
-    const index_t nb = w.cols() / info_of(f).block;
-    switch (f) {
-      case qformat::q8_0:
-      case qformat::q4_0:
-        for (index_t b = 0; b < nb; ++b)
-          if ((((p[b * info_of(f).block_bytes + 1]) >> 2) & 31) == 31) bad("an f16 scale of Inf or NaN");
-        break;
-      case qformat::mxfp4:
-        for (index_t b = 0; b < nb; ++b)
-          if (p[b * info_of(f).block_bytes] == 0xff) bad("the E8M0 scale 0xFF (NaN)");
-        break;
-      case qformat::fp8_e4m3:
-        for (index_t j = 0; j < w.cols(); ++j)
-          if ((p[j] & 0x7f) == 0x7f) bad("an E4M3 NaN code");
-        break;
-      case qformat::fp8_e5m2:
-        for (index_t j = 0; j < w.cols(); ++j)
-          if ((p[j] & 0x7c) == 0x7c) bad("an E5M2 Inf or NaN code");
-        break;
-    }
-  }
-
   context* ctx_ = nullptr;
   qformat format_ = qformat::q8_0;
   index_t n_ = 0, k_ = 0, nb_ = 0;
