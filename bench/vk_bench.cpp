@@ -858,7 +858,7 @@ void quant_cases(bool sweep, bool smoke) {
         const bool has_pairs = f == qformat::q8_0 || f == qformat::q4_0;
         for (std::uint32_t pairs : {0u, 1u})
           for (std::uint32_t wg : {64u, 128u, 256u})
-            for (std::uint32_t rows : {1u, 2u, 4u, 8u, 16u})
+            for (std::uint32_t rows : {1u, 2u, 4u, 8u})
               for (std::uint32_t bm : {um, 4u}) {
                 if ((pairs && !has_pairs) || bm > um || (bm != um && um != 8) || rows * bm > 64) continue;
                 const vulkan::qgemv_config c{wg, rows, bm, pairs};

@@ -129,13 +129,15 @@ struct qgemv_config {
   std::uint32_t probe = 0;
 };
 
-/// The default knobs for M rows of X: one band of BM ≥ M rows up to 16 (W read once), NR fewer as BM grows.
+/// The default knobs for M rows of X: one band of BM ≥ M rows up to 16 (W read once). From the
+/// H100's sweep (docs/bench/2026-12-07-quant/h100_sweep_a6acfe1.txt): two rows of W a workgroup
+/// were fastest or within 3 % at every shape and format, 64 invocations when BM > 1.
 inline qgemv_config default_qgemv_config(index_t m) {
-  if (m <= 1) return {128, 4, 1};
-  if (m <= 2) return {128, 4, 2};
-  if (m <= 4) return {128, 4, 4};
-  if (m <= 8) return {128, 4, 8};
-  return {128, 2, 16};
+  if (m <= 1) return {128, 2, 1};
+  if (m <= 2) return {64, 2, 2};
+  if (m <= 4) return {64, 2, 4};
+  if (m <= 8) return {64, 2, 8};
+  return {64, 2, 16};
 }
 
 /// Records Y [M, N] = X [M, K] · Wᵀ: x and y dense row-major of storage dtype dt (f32, f16 or bf16).

@@ -31,8 +31,9 @@
 // NR rows (NR·QV 16-byte loads in flight; neighbouring invocations read
 // neighbouring units of a row, so a subgroup's loads are contiguous), their
 // scales (the next unit's are loaded before this one's are used: two sets in
-// registers), then for each of the BM rows of X the unit's 32 values (8 vec4,
-// from L1/L2: X is small) and accumulates NR·BM dot products. At the end
+// registers), decodes each row's unit once (NR·32 floats in registers), then
+// for each of the BM rows of X loads the unit's 32 values (8 vec4, from
+// L1/L2: X is small) and accumulates NR·BM dot products. At the end
 // each of them is summed over the subgroup (subgroupAdd) and then over the
 // subgroups in a fixed order through shared memory: the result does not
 // depend on timing. Rows of W past N are read as row N − 1 and not stored;
@@ -111,59 +112,56 @@ uint kq_f16_bytes(uint v) { return (v & 0x00FF00FFu) | 0x64006400u; }
 // Elements 4i .. 4i+3 of word w (bytes 0..3 in order) through pair(): bytes 0, 2 then 1, 3.
 #define KQ_PAIRS(pair, w) vec4(unpackHalf2x16(pair(w)), unpackHalf2x16(pair((w) >> 8))).xzyw
 
-// One unit's raw dot product with x (before its scale).
-float unit_dot(uvec4 q0, uvec4 q1, vec4 xv[8]) {
-  float s = 0.0;
+// One unit's 32 values (before its scale): w[j] holds elements 4j .. 4j + 3.
+void unit_decode(uvec4 q0, uvec4 q1, out vec4 w[8]) {
 #if KF_QPROBE == 1
   // Timing probe: the codes' bits taken as floats, no decoding (wrong by design).
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(uintBitsToFloat(q0), xv[j]);
-    s += dot(uintBitsToFloat(q1), xv[4 + j]);
-  }
+  [[unroll]] for (uint j = 0; j < 4; ++j) w[j] = uintBitsToFloat(q0), w[4 + j] = uintBitsToFloat(q1);
 #elif KF_QF == 0 && KF_QPAIRS
   // q8_0 through f16 pairs: bytes 0, 2 (then 1, 3) of q + 128 as the f16s 1024 + b, less 1152.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
-    uint a = q0[j] ^ 0x80808080u, b = q1[j] ^ 0x80808080u;
-    s += dot(KQ_PAIRS(kq_f16_bytes, a) - 1152.0, xv[j]);
-    s += dot(KQ_PAIRS(kq_f16_bytes, b) - 1152.0, xv[4 + j]);
+    w[j] = KQ_PAIRS(kq_f16_bytes, q0[j] ^ 0x80808080u) - 1152.0;
+    w[4 + j] = KQ_PAIRS(kq_f16_bytes, q1[j] ^ 0x80808080u) - 1152.0;
   }
 #elif KF_QF == 0
   // q8_0: q + 128 by XOR, b + 2^23 + ... - (2^23 + 128) = q.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(kq_bytes(q0[j] ^ 0x80808080u) - 8388736.0, xv[j]);
-    s += dot(kq_bytes(q1[j] ^ 0x80808080u) - 8388736.0, xv[4 + j]);
+    w[j] = kq_bytes(q0[j] ^ 0x80808080u) - 8388736.0;
+    w[4 + j] = kq_bytes(q1[j] ^ 0x80808080u) - 8388736.0;
   }
 #elif KF_QF == 1 && KF_QPAIRS
   // q4_0 through f16 pairs: two nibbles a mask (the f16s 1024 + q), less 1032.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(KQ_PAIRS(kq_f16_nibbles, q0[j]) - 1032.0, xv[j]);
-    s += dot(KQ_PAIRS(kq_f16_nibbles, q0[j] >> 4) - 1032.0, xv[4 + j]);
+    w[j] = KQ_PAIRS(kq_f16_nibbles, q0[j]) - 1032.0;
+    w[4 + j] = KQ_PAIRS(kq_f16_nibbles, q0[j] >> 4) - 1032.0;
   }
 #elif KF_QF == 1
   // q4_0: low nibbles are elements 4j.., high nibbles 16 + 4j..; q - 8.
   [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(kq_bytes(q0[j] & 0x0F0F0F0Fu) - 8388616.0, xv[j]);
-    s += dot(kq_bytes((q0[j] >> 4) & 0x0F0F0F0Fu) - 8388616.0, xv[4 + j]);
+    w[j] = kq_bytes(q0[j] & 0x0F0F0F0Fu) - 8388616.0;
+    w[4 + j] = kq_bytes((q0[j] >> 4) & 0x0F0F0F0Fu) - 8388616.0;
   }
 #elif KF_QF == 2
+  // E2M1 as value·2^-14 (KQ_POST takes the 2^-14 out).
   [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(KQ_PAIRS(e2m1_pair, q0[j]), xv[j]);
-    s += dot(KQ_PAIRS(e2m1_pair, q0[j] >> 4), xv[4 + j]);
+    w[j] = KQ_PAIRS(e2m1_pair, q0[j]);
+    w[4 + j] = KQ_PAIRS(e2m1_pair, q0[j] >> 4);
   }
-  s *= 16384.0;  // the fields' 2^-14 out before the scale (2^(e - 127) may be 2^127)
 #elif KF_QF == 3
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(KQ_PAIRS(e4m3_pair, q0[j]), xv[j]);
-    s += dot(KQ_PAIRS(e4m3_pair, q1[j]), xv[4 + j]);
-  }
+  [[unroll]] for (uint j = 0; j < 4; ++j) w[j] = KQ_PAIRS(e4m3_pair, q0[j]), w[4 + j] = KQ_PAIRS(e4m3_pair, q1[j]);
 #else
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    s += dot(KQ_PAIRS(e5m2_pair, q0[j]), xv[j]);
-    s += dot(KQ_PAIRS(e5m2_pair, q1[j]), xv[4 + j]);
-  }
+  [[unroll]] for (uint j = 0; j < 4; ++j) w[j] = KQ_PAIRS(e5m2_pair, q0[j]), w[4 + j] = KQ_PAIRS(e5m2_pair, q1[j]);
 #endif
-  return s;
 }
+
+// What a unit's raw dot product is multiplied by before its scale: mxfp4's
+// decoded fields are value·2^-14, taken out before the scale (2^(e - 127) may
+// be 2^127, so the two are not folded into one float).
+#if KF_QF == 2 && KF_QPROBE != 1
+const float KQ_POST = 16384.0;
+#else
+const float KQ_POST = 1.0;
+#endif
 
 // The scale of unit u of row n (fp8: 1; its row scale is applied at the end).
 float unit_scale(uint n, uint u) {
@@ -206,6 +204,13 @@ void main() {
     [[unroll]] for (uint i = 0; i < NR * QV; ++i) cw[i] = qw[i];
     [[unroll]] for (uint r = 0; r < NR; ++r) cs[r] = sc[r];
     if (u + WG < pc.NB) KQ_LOAD_W(n0, u + WG, qw, sc);
+    // Each row's unit decoded once, then used by every row of X.
+    vec4 wd[NR * 8];
+    [[unroll]] for (uint r = 0; r < NR; ++r) {
+      vec4 w8[8];
+      unit_decode(cw[r * QV], cw[r * QV + QV - 1u], w8);
+      [[unroll]] for (uint j = 0; j < 8; ++j) wd[r * 8 + j] = w8[j];
+    }
     [[unroll]] for (uint m = 0; m < BM; ++m) {
       if (m0 + m >= pc.M) break;  // uniform
       vec4 xv[8];
@@ -214,8 +219,11 @@ void main() {
 #else
       load_x(m0 + m, u, xv);
 #endif
-      [[unroll]] for (uint r = 0; r < NR; ++r)
-        acc[r * BM + m] = fma(cs[r], unit_dot(cw[r * QV], cw[r * QV + QV - 1u], xv), acc[r * BM + m]);
+      [[unroll]] for (uint r = 0; r < NR; ++r) {
+        float d = 0.0;
+        [[unroll]] for (uint j = 0; j < 8; ++j) d += dot(wd[r * 8 + j], xv[j]);
+        acc[r * BM + m] = fma(cs[r], d * KQ_POST, acc[r * BM + m]);
+      }
     }
   }
 
