@@ -4,7 +4,10 @@
 // the 4-row tile), odd N, K of one block up to many (past 8192: the
 // two-rows-a-pass decode path; fp8: not a multiple of
 // 32 too), one thread or several, the packed prefill path (M ≥ 48),
-// leading dimensions wider than the rows; bad shapes refused.
+// leading dimensions wider than the rows; bad shapes refused. And op::gemm
+// with a quantized B (ops/gemm.hpp) on policy::eigen, blocked and threaded:
+// every format, f32/f16/bf16 operands of any layout, alpha, beta and the
+// fused epilogues, decode and prefill rows, against its f64 meaning.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -14,6 +17,7 @@
 
 #include "kforge/core/quant.hpp"
 #include "kforge/cpu/quant_gemm.hpp"
+#include "quant_checks.hpp"
 
 using namespace kforge;
 
@@ -70,4 +74,47 @@ TEST_CASE("cpu::gemm_quantized refuses shapes that do not fit") {
   CHECK_THROWS_AS(cpu::gemm_quantized(q, x.data(), 1, 32, y.data(), 1), shape_error);
   cpu::gemm_quantized(q, x.data(), 1, 32, y.data(), 2);
   CHECK(y[0] == doctest::Approx(16.0f).epsilon(0.01));
+}
+
+namespace {
+template <class P, class T>
+void op_gemm_cases(const char* policy) {
+  using cpu_test::layout;
+  const quant_test::run_policy<P> run;
+  for (qformat f : all_qformats) {
+    const index_t k = info_of(f).block == 32 ? 96 : 45;  // fp8: any K
+    for (index_t m : {1, 6, 50}) {  // 50: the prefill path
+      quant_test::check_gemm<T, epilogue::none>(run, f, m, k, 37, layout::row, 1.0f, 0.0f, policy);
+      quant_test::check_gemm<T, epilogue::bias_gelu>(run, f, m, k, 37, layout::col, 0.5f, 0.25f, policy);
+      quant_test::check_gemm<T, epilogue::silu>(run, f, m, 64, 19, layout::strided, -1.5f, 1.0f, policy);
+      quant_test::check_gemm<T, epilogue::bias_leaky_relu>(run, f, m, 64, 19, layout::row, 1.0f, 0.0f, policy);
+    }
+  }
+}
+}  // namespace
+
+TEST_CASE("op::gemm with a quantized B: its meaning on policy::eigen, blocked and threaded, every epilogue and dtype") {
+  op_gemm_cases<policy::eigen, float>("eigen");
+  op_gemm_cases<policy::blocked<>, float>("blocked");
+  op_gemm_cases<policy::threaded<>, float>("threaded");
+  op_gemm_cases<policy::threaded<>, half>("threaded");
+  op_gemm_cases<policy::blocked<>, bfloat16>("blocked");
+  op_gemm_cases<policy::eigen, half>("eigen");
+}
+
+TEST_CASE("op::gemm with a quantized B refuses operands that do not fit") {
+  const quantized_matrix q = quant_test::weights(qformat::q4_0, 8, 64, 1);
+  std::vector<float> a(2 * 64, 1.0f), c(2 * 8, 0.0f);
+  const tensor_view<const float> av(a.data(), {2, 64}), a_short(a.data(), {2, 32});
+  const tensor_view<float> cv(c.data(), {2, 8}), c_wrong(c.data(), {2, 7});
+  op::gemm<float> op;
+  CHECK_THROWS_AS(run<policy::threaded<>>(op, a_short, q, cv), shape_error);  // K = 32 against W's 64
+  CHECK_THROWS_AS(run<policy::threaded<>>(op, av, q, c_wrong), shape_error);
+  CHECK_THROWS_AS(run<policy::eigen>(op, av, quantized_matrix{}, cv), argument_error);
+  run<policy::threaded<>>(op, av, q, cv);
+  std::vector<float> row(64);
+  q.dequantize_row(3, row.data());
+  double want = 0;
+  for (float v : row) want += v;
+  CHECK(c[3] == doctest::Approx(want).epsilon(1e-5));
 }

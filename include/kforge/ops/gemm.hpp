@@ -5,11 +5,17 @@
 // or a sub-block. beta == 0 means C is not read (BLAS semantics: NaN in C does
 // not propagate). The epilogue is a compile-time fact so backends can apply it
 // in the kernel's write-back instead of a second pass.
+//
+// B may be a quantized weight (core/quant.hpp): `run<P>(op, A, W, C)` with
+// W a quantized_matrix of N rows of K stands for B = dequantize(W)ᵀ [K, N] —
+// that is its meaning, and policy::eigen computes exactly that; the other
+// policies read W's packed bytes (Derived::compute_quantized).
 #pragma once
 
 #include <string_view>
 
 #include "kforge/core/dispatch.hpp"
+#include "kforge/core/quant.hpp"
 #include "kforge/ops/functions.hpp"
 #include "kforge/ops/tolerance.hpp"
 
@@ -84,6 +90,29 @@ gemm_args<T> check_gemm(tensor_view<const T> a, tensor_view<const T> b, tensor_v
   return g;
 }
 
+/// Checked operands of one gemm call whose B is a quantized weight W [N, K] (B = Wᵀ).
+template <class T>
+struct gemm_qargs {
+  tensor_view<const T> a, bias;  // bias.data == nullptr without a bias
+  const quantized_matrix* w = nullptr;
+  tensor_view<T> c;
+  index_t m = 0, n = 0, k = 0;
+};
+
+template <class T>
+gemm_qargs<T> check_gemm_quantized(tensor_view<const T> a, const quantized_matrix& w, tensor_view<const T> bias,
+                                   bool has_bias, tensor_view<T> c) {
+  if (w.rows() == 0) throw argument_error("kforge::gemm: the quantized B is empty (a default-constructed quantized_matrix)");
+  if (a.rank() != 2) throw shape_error("kforge::gemm: A has shape " + a.dims.str() + ", expected rank 2 [M,K]");
+  gemm_qargs<T> g{a, {}, &w, c, a.size(0), w.rows(), w.cols()};
+  if (a.size(1) != g.k)
+    throw shape_error("kforge::gemm: A has shape " + a.dims.str() + ", the quantized B (" + std::string(to_string(w.format())) +
+                      ") stands for [" + std::to_string(g.k) + "," + std::to_string(g.n) + "]");
+  expect_shape("gemm", "C", shape{g.m, g.n}, c.dims);
+  if (has_bias) g.bias = as_vector("gemm", "bias", bias, g.n);
+  return g;
+}
+
 namespace detail {
 /// Entry points shared by every backend's gemm: shape checks, then
 /// Derived::compute(op, gemm_args). The member functions are not templates, so
@@ -103,6 +132,18 @@ struct gemm_entry<Derived, op::gemm<T, E, A>> {
     requires(E::has_bias)
   {
     Derived::compute(op, check_gemm<T>(a, b, bias, true, c));
+  }
+  // B quantized (B = Wᵀ): Derived::compute_quantized(op, gemm_qargs).
+  static void run(const op::gemm<T, E, A>& op, tensor_view<const T> a, const quantized_matrix& w, tensor_view<T> c)
+    requires(!E::has_bias)
+  {
+    Derived::compute_quantized(op, check_gemm_quantized<T>(a, w, {}, false, c));
+  }
+  static void run(const op::gemm<T, E, A>& op, tensor_view<const T> a, const quantized_matrix& w,
+                  tensor_view<const T> bias, tensor_view<T> c)
+    requires(E::has_bias)
+  {
+    Derived::compute_quantized(op, check_gemm_quantized<T>(a, w, bias, true, c));
   }
 };
 }  // namespace detail

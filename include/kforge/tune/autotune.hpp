@@ -401,6 +401,11 @@ struct impl<policy::autotune, op::gemm<T, E, A>>
   using gemm_entry<impl, op_t>::run;
   using autotune_device_run<impl, op_t>::run;
 
+  /// A quantized B: the threaded CPU kernels (cpu/gemm.hpp); the tuner has no knobs of theirs yet.
+  static void compute_quantized(const op_t& op, const gemm_qargs<T>& g) {
+    cpu::detail::gemm_quantized_compute<policy::threaded<>>(op, g);
+  }
+
   static void compute(const op_t& op, const gemm_args<T>& g) {
 #if defined(KFORGE_HAS_VULKAN)
     // Device tensors (run() with vulkan::device_tensor, vulkan::record()):
