@@ -3,9 +3,12 @@
 // core/quant.hpp's dequantize defines it (one-hot rows of X make Y hold W's
 // values themselves), Y = X · Wᵀ against the f64 gemm of X and
 // dequantize(W) for decode-sized M, odd N, K of one unit up to many (fp8:
-// not a multiple of 32 too), X and Y in f32, f16 and bf16; non-finite codes,
-// wrong shapes and bad knobs refused. Validation layer on, no message.
+// not a multiple of 32 too), X and Y in f32, f16 and bf16; op::gemm with a
+// quantized B on policy::vulkan (host views and device tensors, alpha, beta,
+// bias and activations) against its f64 meaning; non-finite codes, wrong
+// shapes and bad knobs refused. Validation layer on, no message.
 #include "vulkan_common.hpp"
+#include "quant_checks.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -155,6 +158,42 @@ TEST_CASE("vulkan gemm_quantized is the gemm of X and dequantize(W): every forma
   // The f16-pair decoding of q8_0 and q4_0.
   run_case(0.0f, qformat::q4_0, 4, 37, 1024, &pairs);
   run_case(0.0f, qformat::q8_0, 3, 37, 1024, &pairs);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("op::gemm with a quantized B on policy::vulkan: host views and device tensors, every epilogue and dtype") {
+  KFT_NEED_DEVICE();
+  using cpu_test::layout;
+  const quant_test::run_policy<policy::vulkan<>> host;
+  // Device tensors: W uploaded once as a quantized_tensor, A, bias and C as device tensors.
+  auto device = [&]<class Op, class T>(const Op& op, tensor_view<const T> a, const quantized_matrix& q,
+                                       tensor_view<const T> bias, tensor_view<T> c) {
+    const vulkan::quantized_tensor w(*ctx, q);
+    auto da = vulkan::device_tensor<T>::from_host(*ctx, a);
+    auto dc = vulkan::device_tensor<T>::from_host(*ctx, tensor_view<const T>(c));
+    if constexpr (Op::epilogue_type::has_bias) {
+      auto db = vulkan::device_tensor<T>::from_host(*ctx, bias);
+      run<policy::vulkan<>>(op, da, w, db, dc);
+    } else {
+      run<policy::vulkan<>>(op, da, w, dc);
+    }
+    dc.download(c);
+  };
+  for (qformat f : all_qformats) {
+    const index_t k = info_of(f).block == 32 ? 96 : 45;  // fp8: any K
+    for (index_t m : {1, 6}) {
+      quant_test::check_gemm<float, epilogue::none>(host, f, m, k, 37, layout::row, 1.0f, 0.0f, "vulkan host");
+      quant_test::check_gemm<half, epilogue::bias_gelu>(host, f, m, k, 37, layout::col, 0.5f, 0.25f, "vulkan host");
+      quant_test::check_gemm<bfloat16, epilogue::silu>(host, f, m, 64, 19, layout::strided, -1.5f, 1.0f, "vulkan host");
+      quant_test::check_gemm<half, epilogue::bias_leaky_relu>(device, f, m, 64, 19, layout::row, 1.0f, 0.0f, "vulkan device");
+      quant_test::check_gemm<float, epilogue::gelu_tanh>(device, f, m, k, 37, layout::row, 2.0f, -0.5f, "vulkan device");
+    }
+  }
+  // Shapes that do not fit: a typed error before anything runs.
+  const quantized_matrix q = quant_test::weights(qformat::q4_0, 8, 64, 1);
+  const vulkan::quantized_tensor w(*ctx, q);
+  vulkan::device_tensor<float> a(*ctx, {2, 32}), c(*ctx, {2, 8});
+  CHECK_THROWS_AS(run<policy::vulkan<>>(op::gemm<float>{}, a, w, c), shape_error);
   KFT_NO_VALIDATION_MESSAGES();
 }
 

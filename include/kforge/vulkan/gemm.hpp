@@ -13,6 +13,7 @@
 #include <string>
 
 #include "kforge/vulkan/call.hpp"
+#include "kforge/vulkan/quant.hpp"
 #include "kforge/vulkan/shaders/gemm.hpp"
 #include "kforge/vulkan/shaders/gemm_common.hpp"
 #include "kforge/vulkan/shaders/gemm_coopmat.hpp"
@@ -216,12 +217,69 @@ inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, in
 
 }  // namespace kforge::vulkan
 
+namespace kforge::vulkan {
+
+/// Records op::gemm with a quantized B on device tensors: C [M, N] =
+/// act(alpha·A·Wᵀ + beta·C + bias) with A [M, K] and W [N, K] (vulkan/quant.hpp's kernel).
+template <class T, class E, class A>
+void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w,
+            const device_tensor<T>* bias, device_tensor<T>& c) {
+  static_assert(std::is_same_v<A, float>, "kforge::vulkan: gemm accumulates in f32");
+  w.check_not_empty();
+  if (E::has_bias != (bias != nullptr)) throw argument_error("kforge::gemm: the epilogue and the bias operand disagree");
+  if (a.rank() != 2 || a.dims()[1] != w.cols())
+    throw shape_error("kforge::gemm: A has shape " + a.dims().str() + ", the quantized B (" + std::string(to_string(w.format())) +
+                      ") stands for [" + std::to_string(w.cols()) + "," + std::to_string(w.rows()) + "]");
+  expect_shape("gemm", "C", kforge::shape{a.dims()[0], w.rows()}, c.dims());
+  if (bias) expect_shape("gemm", "bias", kforge::shape{w.rows()}, bias->dims());
+  for (const context* x : {&a.ctx(), &c.ctx(), bias ? &bias->ctx() : &a.ctx()})
+    if (x != &s.ctx()) throw argument_error("kforge::vulkan::gemm: tensors belong to another context than the stream");
+  if (a.dims()[0] == 0) return;
+  const buffer_ref b = bias ? bias->ref() : buffer_ref{};
+  record_gemm_quantized(s, w, dtype_of<T>(), a.dims()[0], a.ref(), c.ref(), nullptr,
+                        {op.alpha, op.beta, E::activation, op.epilogue.slope, bias ? &b : nullptr});
+}
+template <class T, class E, class A>
+  requires(!E::has_bias)
+void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w, device_tensor<T>& c) {
+  record(s, op, a, w, static_cast<const device_tensor<T>*>(nullptr), c);
+}
+template <class T, class E, class A>
+  requires(E::has_bias)
+void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w,
+            const device_tensor<T>& bias, device_tensor<T>& c) {
+  record(s, op, a, w, &bias, c);
+}
+
+}  // namespace kforge::vulkan
+
 namespace kforge::detail {
 
 template <class... Knobs, class T, class E>
   requires vulkan::detail::vk_type<T>
 struct impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>
     : vulkan::detail::impl_base<impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>, op::gemm<T, E, float>, gemm_entry> {
+  using base = vulkan::detail::impl_base<impl, op::gemm<T, E, float>, gemm_entry>;
+  using base::run;
+  /// Device tensors with a quantized B (uploaded once by the caller: vulkan::quantized_tensor).
+  template <class... Ts>
+    requires(sizeof...(Ts) == (E::has_bias ? 2 : 1))
+  static void run(const op::gemm<T, E, float>& op, const vulkan::device_tensor<T>& a, const vulkan::quantized_tensor& w,
+                  Ts&&... rest) {
+    vulkan::stream s(a.ctx());
+    vulkan::record(s, op, a, w, std::forward<Ts>(rest)...);
+    s.run();
+  }
+  /// Host views with a quantized B: W uploaded for this call alone (a model
+  /// uploads its weights once: vulkan::quantized_tensor and the device-tensor call).
+  static void compute_quantized(const op::gemm<T, E, float>& op, const gemm_qargs<T>& g) {
+    vulkan::detail::call<T> c({&g.a, E::has_bias ? &g.bias : nullptr}, g.c, op.beta != 0.0f);
+    const vulkan::quantized_tensor w(c.ctx(), *g.w);
+    if (g.m)
+      vulkan::record_gemm_quantized(c.s(), w, c.dt, g.m, c.in(0), c.out(), nullptr,
+                                    {op.alpha, op.beta, E::activation, op.epilogue.slope, c.in_opt(1)});
+    c.finish();
+  }
   static void compute(const op::gemm<T, E, float>& op, const gemm_args<T>& g) {
     using K = vulkan::knobs<Knobs...>;
     vulkan::detail::call<T> c({&g.a, &g.b, E::has_bias ? &g.bias : nullptr}, g.c, op.beta != 0.0f);

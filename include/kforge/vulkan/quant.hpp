@@ -26,6 +26,7 @@
 #include <string>
 
 #include "kforge/core/quant.hpp"
+#include "kforge/ops/functions.hpp"
 #include "kforge/vulkan/launch.hpp"
 #include "kforge/vulkan/shaders/gemm_quant.hpp"
 #include "kforge/vulkan/tensor.hpp"
@@ -140,9 +141,18 @@ inline qgemv_config default_qgemv_config(index_t m) {
   return {64, 2, 16};
 }
 
-/// Records Y [M, N] = X [M, K] · Wᵀ: x and y dense row-major of storage dtype dt (f32, f16 or bf16).
+/// op::gemm's epilogue applied by the kernel's store: Y = act(alpha·X·Wᵀ + beta·Y + bias).
+struct quant_epilogue {
+  float alpha = 1.0f, beta = 0.0f;
+  fn act = fn::identity;
+  float slope = 0.01f;
+  const buffer_ref* bias = nullptr;  ///< N elements of dt, or none
+};
+
+/// Records Y [M, N] = X [M, K] · Wᵀ (then the epilogue): x, y and the bias
+/// dense row-major of storage dtype dt (f32, f16 or bf16).
 inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt, index_t m, buffer_ref x, buffer_ref y,
-                                  const qgemv_config* cfg = nullptr) {
+                                  const qgemv_config* cfg = nullptr, const quant_epilogue& ep = {}) {
   using namespace detail;
   context& ctx = s.ctx();
   w.check_not_empty();
@@ -162,9 +172,12 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
                             std::to_string(ctx.info().max_shared_memory) + " bytes of shared memory");
   u32(m * w.cols(), "elements of X");
   u32(m * w.rows(), "elements of Y");
+  if (!is_activation(ep.act))
+    throw argument_error("kforge::vulkan::gemm_quantized: " + std::string(to_string(ep.act)) + " is not an epilogue activation");
   const struct {
     std::uint32_t m, n, k, nb;
-  } pc{u32(m, "M"), u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units")};
+    float alpha, beta, slope;
+  } pc{u32(m, "M"), u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), ep.alpha, ep.beta, ep.slope};
   const bool vec = w.cols() % 32 == 0;
   auto groups = grid((static_cast<std::uint64_t>(w.rows()) + c.rows - 1) / c.rows);
   groups[2] = static_cast<std::uint32_t>((m + c.bm - 1) / c.bm);
@@ -173,9 +186,11 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
                                                 {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
                                                  {"KF_VEC", vec ? "1" : "0"},
                                                  {"KF_QPROBE", std::to_string(c.probe)},
-                                                 {"KF_QPAIRS", c.pairs ? "1" : "0"}}),
-                                   {4, 16, {0, 1, 2, 3}}, {c.wg, c.rows, c.bm, max_sg});
-  s.dispatch(p, {{w.codes()}, {w.scales()}, {x}, {y, true}}, &pc, sizeof pc, groups,
+                                                 {"KF_QPAIRS", c.pairs ? "1" : "0"},
+                                                 {"KF_BIAS", ep.bias ? "1" : "0"},
+                                                 {"KF_ACT", std::to_string(static_cast<int>(ep.act))}}),
+                                   {5, sizeof pc, {0, 1, 2, 3}}, {c.wg, c.rows, c.bm, max_sg});
+  s.dispatch(p, {{w.codes()}, {w.scales()}, {x}, {y, true}, {ep.bias ? *ep.bias : x}}, &pc, sizeof pc, groups,
              "gemm_quantized " + std::string(to_string(w.format())));
 }
 

@@ -40,7 +40,11 @@
 // rows of X past M do no work; K is bounded by the units (codes) and, when
 // K % 32 != 0 (fp8 only), by guarded scalar loads of X (KF_VEC = 0).
 //
-// Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC,
+// The store applies op::gemm's epilogue: y = act(alpha·v + beta·y + bias[n])
+// (y read only when beta != 0; KF_BIAS, KF_ACT = kforge::fn code, as the f16
+// gemm's kernels do).
+//
+// Defines: KF_QF (0 q8_0, 1 q4_0, 2 mxfp4, 3 fp8_e4m3, 4 fp8_e5m2), KF_VEC, KF_BIAS, KF_ACT,
 // KF_QPAIRS (q8_0, q4_0: 1 decodes two codes per integer operation as the
 // f16 pair 1024 + b, widened by unpackHalf2x16 — exact, fewer integer and
 // more conversion instructions than 2^23 + b; which is faster is the
@@ -48,7 +52,7 @@
 // KF_QPROBE (0; the benchmark's timing probes: 1 leaves the decoding out, 2
 // the loads of X — their results are wrong by design).
 // Specialization constants: 0 WG, 1 NR, 2 BM, 3 MAXSG. Push constants: M, N, K, NB
-// (units per row).
+// (units per row), alpha, beta, slope.
 #pragma once
 
 namespace kforge::vulkan::shaders {
@@ -73,8 +77,9 @@ layout(std430, set = 0, binding = 2) readonly buffer BufX { vec4 x_[]; };
 #else
 layout(std430, set = 0, binding = 2) readonly buffer BufX { T x_[]; };
 #endif
-layout(std430, set = 0, binding = 3) writeonly buffer BufY { T y_[]; };
-layout(push_constant) uniform Push { uint M, N, K, NB; } pc;
+layout(std430, set = 0, binding = 3) buffer BufY { T y_[]; };  // read too when beta != 0
+layout(std430, set = 0, binding = 4) readonly buffer BufB { T b_[]; };  // the bias (KF_BIAS)
+layout(push_constant) uniform Push { uint M, N, K, NB; float alpha, beta, slope; } pc;
 
 shared float qg_red[NR * BM * MAXSG];  // [dot product][subgroup]
 
@@ -242,7 +247,14 @@ void main() {
 #elif KF_QF == 4
     v = v * uintBitsToFloat(s_[n]);
 #endif
-    y_[(m0 + m) * pc.N + n] = kf_st(v);
+    // op::gemm's epilogue: act(alpha·v + beta·Y + bias[n]).
+    const uint idx = (m0 + m) * pc.N + n;
+    v *= pc.alpha;
+    if (pc.beta != 0.0) v += pc.beta * kf_ld(y_[idx]);
+#if KF_BIAS
+    v += kf_ld(b_[n]);
+#endif
+    y_[idx] = kf_st(kf_apply(KF_ACT, v, pc.slope));
   }
 }
 )glsl";
