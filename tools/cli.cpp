@@ -20,7 +20,7 @@ const std::vector<std::string> value_options = {
     "kernel", "provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms",
     "total-timeout-ms", "export", "status", "request", "response", "op", "shape", "dtype", "policy", "reps", "seed",
     "vs", "strategy", "budget", "trials", "device", "roofline", "preset", "layers", "prefill", "decode", "verify-decode",
-    "baseline", "compare", "max-slowdown", "time-floor-us", "warmup"};
+    "baseline", "compare", "max-slowdown", "time-floor-us", "warmup", "weights"};
 const std::vector<std::string> flag_options = {"force", "json", "help", "quick", "remeasure-roofline", "no-generated",
                                                "no-verify", "no-bucket", "whole-step"};
 
@@ -46,7 +46,7 @@ const std::vector<command_options>& command_table() {
       {"demo", {"policy"}, {"json", "quick"}, false},
       {"transformer",
        {"preset", "layers", "prefill", "decode", "dtype", "policy", "reps", "verify-decode", "seed", "baseline", "compare",
-        "max-slowdown", "time-floor-us", "warmup"},
+        "max-slowdown", "time-floor-us", "warmup", "weights"},
        {"json", "no-verify", "remeasure-roofline", "whole-step"},
        false},
       {"gen",

@@ -69,7 +69,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   json_writer w;
   w.begin_object().field("format", "kforge-transformer-report").field("version", 1);
   w.field("preset", r.cfg.name).key("config").raw(config_json(r.cfg));
-  w.field("dtype", std::string(to_string(r.type))).field("policy", res.policy).field("knobs", res.knobs).field("device", res.device);
+  w.field("dtype", std::string(to_string(r.type))).field("weights", weights_name(r)).field("policy", res.policy).field("knobs", res.knobs).field("device", res.device);
   w.field("prefill", r.prefill).field("decode", r.decode).field("reps", r.reps).field("stage_time", res.timing);
   w.key("totals").begin_object();
   w.field("prefill_s", res.prefill_s).field("prefill_tokens_per_s", res.prefill_s > 0 ? static_cast<double>(r.prefill) / res.prefill_s : 0.0);
@@ -121,7 +121,8 @@ void print_text(const transformer_request& r, const transformer_result& res) {
   std::cout << "transformer " << c.name << ": " << c.layers << " layer" << (c.layers == 1 ? "" : "s") << ", hidden " << c.hidden
             << ", " << c.heads << " heads / " << c.kv_heads << " KV of " << c.head_dim << ", MLP " << c.mlp << " ("
             << model::to_string(c.mlp_type) << " " << to_string(c.activation) << "), " << model::to_string(c.norm) << ", vocab "
-            << c.vocab << "\n  " << to_string(r.type) << " on " << res.policy << " (" << res.knobs << "), " << res.device
+            << c.vocab << "\n  " << to_string(r.type) << (r.weights ? " activations, " + weights_name(r) + " weights," : "")
+            << " on " << res.policy << " (" << res.knobs << "), " << res.device
             << "\n  prefill " << r.prefill << " tokens, then " << r.decode << " decode steps; median of " << r.reps
             << " repetitions after a warm-up; stage times: " << (res.timing == "gpu" ? "GPU timestamps" : res.timing) << "\n";
   std::map<std::string, const model::stage_report*> checked;
@@ -200,6 +201,8 @@ report_numbers parse_report(const std::string& text, const std::string& what) {
   };
   auto num = [&](simdjson::dom::element e, const char* k, double& out) { return !e[k].get_double().get(out); };
   n.preset = str(doc, "preset"), n.dtype = str(doc, "dtype"), n.policy = str(doc, "policy");
+  // Quantized weights are part of what is compared (reports before them have no field: dense).
+  if (std::string_view wv; !doc["weights"].get_string().get(wv) && wv != "dense") n.dtype += " with " + std::string(wv) + " weights";
   if (doc["config"]["layers"].get_int64().get(n.layers) || doc["prefill"].get_int64().get(n.prefill) ||
       doc["decode"].get_int64().get(n.decode))
     throw usage_error(what + ": config.layers, prefill or decode is missing");
@@ -340,6 +343,11 @@ int cmd_transformer(const args& a) {
     r.reps = static_cast<int>(number_option(a.values, "reps", option_ranges::reps, r.reps));
     if (auto v = a.get("dtype")) r.type = parse_dtype(*v);
     if (r.type == dtype::f64) throw usage_error("--dtype must be f32, f16 or bf16");
+    // --weights: dense (in --dtype; its name, too) or a low-precision format for the projections and the LM head.
+    if (auto v = a.get("weights"); v && *v != "dense" && *v != to_string(r.type)) {
+      r.weights = parse_qformat(*v);
+      model::check_quantizable(r.cfg, *r.weights);
+    }
     r.cfg.validate_run(r.prefill, r.decode, r.prefill + r.decode);
   } catch (const kforge::argument_error& e) {
     throw usage_error(e.what());

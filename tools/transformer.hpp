@@ -22,6 +22,8 @@ struct transformer_request {
   index_t prefill = 128, decode = 32;
   index_t verify_decode = 4;  ///< decode steps the verification runs (after the same prefill)
   dtype type = dtype::f32;
+  /// The projections' and LM head's storage: none (dense, in `type`) or a low-precision format (--weights).
+  std::optional<qformat> weights;
   std::string policy = "threaded";
   int reps = 3;
   bool verify = true;
@@ -65,6 +67,19 @@ struct transformer_result {
   double machine_Bps = 0;         ///< the machine's copy bandwidth (kforge's roofline probe), 0 where not measured
   std::string bandwidth_method;   ///< how and when it was measured
 };
+
+/// The run's weights: random from the config's seed, quantized where the request asks.
+template <class T>
+model::weights<model::host_buffer<T>> make_weights(const transformer_request& r) {
+  auto w = model::random_weights<T>(r.cfg);
+  if (r.weights) model::quantize_weights(w, *r.weights);
+  return w;
+}
+
+/// "dense" or the weights' format, as reports name it.
+inline std::string weights_name(const transformer_request& r) {
+  return r.weights ? std::string(to_string(*r.weights)) : std::string("dense");
+}
 
 transformer_result run_transformer_cpu(const transformer_request& r);
 transformer_result run_transformer_vulkan(const transformer_request& r);

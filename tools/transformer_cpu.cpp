@@ -58,7 +58,7 @@ transformer_result run_cpu(const transformer_request& r) {
   out.knobs = knobs_of<P>(r);
   out.device = "CPU: " + std::string(cpu::isa_name()) + ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads";
   out.timing = "wall";
-  const auto w = model::random_weights<T>(r.cfg);
+  const auto w = make_weights<T>(r);
   if (r.verify) {
     const index_t vd = std::min(r.decode, r.verify_decode);
     model::host_session<T, P> vs(r.cfg, w, r.prefill + vd);

@@ -22,7 +22,7 @@ transformer_result run_vulkan(const transformer_request& r) {
   out.device = ctx.info().name;
   out.knobs = "policy::vulkan<> (gemm configs and attention kernels per stage: chosen per shape)";
   out.timing = ctx.info().timestamps ? "gpu" : "none";
-  const auto w = model::random_weights<T>(r.cfg);
+  const auto w = make_weights<T>(r);
   if (r.verify) {
     const index_t vd = std::min(r.decode, r.verify_decode);
     model::vulkan_session<T> vs(ctx, r.cfg, w, r.prefill + vd);

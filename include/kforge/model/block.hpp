@@ -32,6 +32,7 @@
 //   attention         op::attention over the cache's first pos + t keys (kv_len), [B,S,H,D] layout:
 //                     causal when t > 1 (prefill from an empty cache), all keys when t = 1 (decode)
 //   o_proj+residual   x += attn·Wo (+ b): the gemm's beta = 1, the residual add in its write-back
+//                     (every projection and the LM head: a quantized B where the weights are quantized)
 //   mlp_norm          → xn
 //   up_proj           gated: xn·[Wg | Wu] → [t, 2F];  plain: act(xn·W1 + b1) in the epilogue → [t, F]
 //   gated             act(gate) · up → [t, F] (op::gated; gated MLPs only)
@@ -124,14 +125,30 @@ template <class B>
 inline constexpr bool is_shaped_v = false;
 template <class B>
 inline constexpr bool is_shaped_v<shaped<B>> = true;
+/// A quantized weight (weights.hpp: quantize_weights) as a gemm's B: the
+/// executors pass the buffer's quantized form (host: the quantized_matrix;
+/// device: the vulkan::quantized_tensor) where a dense B would go.
 template <class Buf>
-  requires(!is_shaped_v<std::remove_const_t<Buf>>)
+struct quantized_weight {
+  const Buf* buf;
+};
+template <class B>
+inline constexpr bool is_quantized_weight_v = false;
+template <class B>
+inline constexpr bool is_quantized_weight_v<quantized_weight<B>> = true;
+
+template <class Buf>
+  requires(!is_shaped_v<std::remove_const_t<Buf>> && !is_quantized_weight_v<std::remove_const_t<Buf>>)
 shaped<Buf> arg_of(Buf& b) {
   return {&b, b.dims};
 }
 template <class Buf>
 shaped<Buf> arg_of(shaped<Buf> s) {
   return s;
+}
+template <class Buf>
+quantized_weight<Buf> arg_of(quantized_weight<Buf> q) {
+  return q;
 }
 
 /// The kind of buffer Buf is, holding std::int32_t: the program's ids.
@@ -217,25 +234,36 @@ kv_cache<Buf> make_cache(const config& c, index_t rows, Make&& make) {
 
 namespace detail {
 
+/// f(w as a gemm's B): the buffer, or its quantized form.
+template <class W, class F>
+void with_weight(const W& w, F&& f) {
+  if (w.quantized()) f(quantized_weight<W>{&w});
+  else f(w);
+}
+
 /// x·W (+ b) into out; beta = 1 adds out's contents (the residual).
 template <class T, class Ex, class A, class W, class Out>
 void linear(Ex& ex, stage s, int layer, A&& a, const W& w, const W& b, Out&& out, float beta) {
-  if (b.present()) {
-    op::gemm<T, epilogue::bias> g;
-    g.beta = beta;
-    ex(s, layer, g, a, w, b, out);
-  } else {
-    op::gemm<T> g;
-    g.beta = beta;
-    ex(s, layer, g, a, w, out);
-  }
+  with_weight(w, [&](const auto& wb) {
+    if (b.present()) {
+      op::gemm<T, epilogue::bias> g;
+      g.beta = beta;
+      ex(s, layer, g, a, wb, b, out);
+    } else {
+      op::gemm<T> g;
+      g.beta = beta;
+      ex(s, layer, g, a, wb, out);
+    }
+  });
 }
 
 /// act(x·W + b) into out, the activation (and bias) in the gemm's epilogue.
 template <class T, fn Act, class Ex, class A, class W, class Out>
 void linear_act(Ex& ex, stage s, int layer, A&& a, const W& w, const W& b, Out&& out) {
-  if (b.present()) ex(s, layer, op::gemm<T, epilogue::fused<Act, true>>{}, a, w, b, out);
-  else ex(s, layer, op::gemm<T, epilogue::fused<Act, false>>{}, a, w, out);
+  with_weight(w, [&](const auto& wb) {
+    if (b.present()) ex(s, layer, op::gemm<T, epilogue::fused<Act, true>>{}, a, wb, b, out);
+    else ex(s, layer, op::gemm<T, epilogue::fused<Act, false>>{}, a, wb, out);
+  });
 }
 
 template <class T, class Ex, class A, class W, class Out>
@@ -309,7 +337,7 @@ void forward(const config& c, const weights<Buf>& w, workspace<Buf>& ws, kv_cach
     last = &ws.last;
   }
   detail::norm<T>(ex, stage::final_norm, -1, c, *last, w.final_norm_w, w.final_norm_b, ws.lastn);
-  ex(stage::lm_head, -1, op::gemm<T>{}, ws.lastn, w.lm_head, ws.logits);
+  detail::with_weight(w.lm_head, [&](const auto& wb) { ex(stage::lm_head, -1, op::gemm<T>{}, ws.lastn, wb, ws.logits); });
   ex(stage::sample, -1, op::topk<T>{1}, ws.logits, ws.top, ws.token);
 }
 

@@ -70,6 +70,11 @@ tensor_view<const T> view_of(shaped<const host_buffer<T>> a) {
   return tensor_view<const T>(a.buf->data.data(), a.dims);
 }
 
+template <class T>
+const quantized_matrix& view_of(quantized_weight<host_buffer<T>> q) {
+  return *q.buf->q;
+}
+
 /// A dense view's elements as float.
 template <class T>
 std::vector<float> to_floats(const tensor_view<T>& v) {

@@ -41,6 +41,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -79,6 +80,29 @@ host_buffer<std::remove_const_t<T>> copy_of(const tensor_view<T>& v) {
   return b;
 }
 
+/// Dense stand-ins of quantized weights, dequantize(W)ᵀ [K, N] in the op's
+/// type, built once per weight and run: what the isolated check's problem
+/// and error scale (the gemm on |A|·|B|) read. The ops themselves — the
+/// reference's and the candidate's — are given the quantized weight.
+struct dense_standins {
+  std::map<const quantized_matrix*, std::shared_ptr<void>> made;
+  template <class T>
+  tensor_view<const T> of(const quantized_matrix& q) {
+    const index_t n = q.rows(), k = q.cols();
+    std::shared_ptr<void>& slot = made[&q];
+    if (!slot) {
+      auto b = std::make_shared<std::vector<T>>(static_cast<std::size_t>(k * n));
+      std::vector<float> row(static_cast<std::size_t>(k));
+      for (index_t r = 0; r < n; ++r) {
+        q.dequantize_row(r, row.data());
+        for (index_t j = 0; j < k; ++j) (*b)[static_cast<std::size_t>(j * n + r)] = static_cast<T>(row[static_cast<std::size_t>(j)]);
+      }
+      slot = b;
+    }
+    return tensor_view<const T>(static_cast<const std::vector<T>*>(slot.get())->data(), shape{k, n});
+  }
+};
+
 /// The reference's executor: each op on policy::eigen, after the
 /// candidate's op on the same operands — run by `iso(op, views...)`, the
 /// candidate session's isolated() — checked in isolation, every output
@@ -88,6 +112,7 @@ struct checking_executor {
   Iso iso;
   std::vector<stage_check>* checks = nullptr;
   std::vector<stage_output>* outputs = nullptr;
+  dense_standins* standins = nullptr;
   template <class Op, class... A>
   void operator()(stage s, int layer, const Op& op, A&&... a) {
     call(s, layer, op, std::make_index_sequence<Op::arity>{}, std::make_index_sequence<op_outputs_v<Op>>{},
@@ -99,8 +124,14 @@ struct checking_executor {
   void call(stage s, int layer, const Op& op, std::index_sequence<I...>, std::index_sequence<O...>, const V&... v) {
     constexpr std::size_t n_in = Op::arity;
     const auto all = std::tie(v...);
-    stage_check chk{s, layer, traits_of_t<Op>::problem_of(op, v...), {}};
-    const std::vector<host_tensor> before{to_host_tensor(v)...};  // outputs as they were before the call
+    auto dense = [&](const auto& x) -> decltype(auto) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, quantized_matrix>)
+        return standins->template of<typename Op::value_type>(x);
+      else
+        return (x);
+    };
+    stage_check chk{s, layer, traits_of_t<Op>::problem_of(op, dense(v)...), {}};
+    const std::vector<host_tensor> before{to_host_tensor(dense(v))...};  // outputs as they were before the call
     auto cand = std::make_tuple(copy_of(std::get<n_in + O>(all))...);
     try {
       iso(op, std::get<I>(all)..., std::get<O>(cand).view()...);
@@ -269,13 +300,14 @@ verification verify(const config& c, const weights<host_buffer<T>>& w, Session& 
   std::map<std::string, std::size_t> index;
   const std::vector<index_t> ids = random_tokens(c, prefill + decode, o.input_seed);
   host_buffer<T> ref_logits(shape{1, c.vocab}), cand_logits(shape{1, c.vocab});
+  dense_standins standins;
   index_t pos = 0;
   for (index_t step = 0; step <= decode; ++step) {
     const index_t t = step == 0 ? prefill : 1;
     const std::vector<index_t> step_ids(ids.begin() + pos, ids.begin() + pos + t);
     std::vector<stage_check> checks;
     std::vector<stage_output> ref_out, cand_out;
-    checking_executor<decltype(cand.isolated())> ex{cand.isolated(), &checks, &ref_out};
+    checking_executor<decltype(cand.isolated())> ex{cand.isolated(), &checks, &ref_out, &standins};
     ref.step(step_ids, ref_logits.view(), ex);
     cand.step(step_ids, cand_logits.view(), &cand_out);
     detail::fold_step(step == 0 ? "prefill" : "decode", checks, ref_out, cand_out, o.growth, v.type, candidate_name, v.stages, index);

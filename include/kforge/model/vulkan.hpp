@@ -39,6 +39,7 @@
 #include <cstdint>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <tuple>
@@ -59,9 +60,12 @@ struct device_buffer {
   using rebind = device_buffer<U>;
   vulkan::device_tensor<D> t;
   shape dims;
+  /// A quantized projection (weights.hpp): Wᵀ on the device; t is then empty.
+  std::shared_ptr<const vulkan::quantized_tensor> q;
   device_buffer() = default;
   device_buffer(vulkan::context& ctx, shape d) : t(ctx, d), dims(d) {}
   bool present() const { return dims.rank() > 0; }
+  bool quantized() const { return q != nullptr; }
   index_t numel() const { return present() ? dims.numel() : 0; }
 };
 
@@ -77,6 +81,11 @@ const vulkan::device_tensor<D>& tensor_of(shaped<const device_buffer<D>> a) {
   if (!(a.buf->t.dims() == a.dims))
     throw shape_error("kforge::model: a weight of shape " + a.buf->t.dims().str() + " seen as " + a.dims.str());
   return a.buf->t;
+}
+
+template <class D>
+const vulkan::quantized_tensor& tensor_of(quantized_weight<device_buffer<D>> w) {
+  return *w.buf->q;
 }
 
 namespace detail {
@@ -96,7 +105,12 @@ struct device_knobs<policy::vulkan<K...>> {
   static std::string of(vulkan::context& ctx, const Op& op, const V&... v) {
     using T = typename Op::value_type;
     const auto all = std::tie(v...);
-    if constexpr (Op::name == std::string_view("gemm")) {
+    if constexpr (Op::name == std::string_view("gemm") &&
+                  std::is_same_v<std::remove_cvref_t<std::tuple_element_t<1, std::tuple<V...>>>, vulkan::quantized_tensor>) {
+      const auto cfg = vulkan::default_qgemv_config(std::get<0>(all).dims()[0]);
+      return "gemm_quantized " + std::string(to_string(std::get<1>(all).format())) + " wg " + std::to_string(cfg.wg) + " rows " +
+             std::to_string(cfg.rows) + " bm " + std::to_string(cfg.bm);
+    } else if constexpr (Op::name == std::string_view("gemm")) {
       const auto& a = std::get<0>(all).dims();
       const auto& b = std::get<1>(all).dims();
       return "gemm " + vulkan::knobs<K...>::gemm(ctx.info(), dtype_of<T>(), static_cast<std::uint64_t>(a[0]),
@@ -172,7 +186,13 @@ struct device_isolated {
   vulkan::context* ctx;
   template <class Op, class... V>
   void operator()(const Op& op, const V&... v) const {
-    auto ts = std::make_tuple(vulkan::device_tensor<typename V::value_type>::from_host(*ctx, v)...);
+    auto upload = [&](const auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, quantized_matrix>)
+        return vulkan::quantized_tensor(*ctx, x);
+      else
+        return vulkan::device_tensor<typename std::remove_cvref_t<decltype(x)>::value_type>::from_host(*ctx, x);
+    };
+    auto ts = std::make_tuple(upload(v)...);
     vulkan::stream s(*ctx);
     std::apply([&](auto&... t) { vulkan::record<op_policy_t<Policy, Op, policy::vulkan<>>>(s, op, t...); }, ts);
     s.run();
@@ -196,6 +216,12 @@ class vulkan_session {
     c_.validate();
     if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
     w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) {
+      if (b.quantized()) {
+        buffer d;
+        d.dims = b.dims;
+        d.q = std::make_shared<const vulkan::quantized_tensor>(ctx, *b.q);
+        return d;
+      }
       const std::uint64_t bytes = static_cast<std::uint64_t>(b.numel()) * sizeof(D);
       if (bytes > ctx.info().max_storage_buffer_range)
         throw unsupported_error("kforge::model: " + name + " " + b.dims.str() + " is " + std::to_string(bytes) + " bytes as " +

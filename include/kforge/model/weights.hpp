@@ -18,16 +18,26 @@
 // logits stay O(1)). Each tensor is drawn from the seed and its own name in
 // chunks, so the values do not depend on the thread count: one weight set,
 // bit-identical, for the reference and every policy.
+//
+// Quantized weights (quantize_weights): every projection and the LM head
+// replaced by its low-precision form (core/quant.hpp) — the buffer keeps its
+// logical dims [in, out] and holds Wᵀ's rows [out, in] quantized along `in`
+// (the gemm's K, as GGUF stores them) instead of its elements; the dense
+// copy is freed as each tensor is converted. The embedding and the norms
+// stay in T. The block passes such a weight to the gemm as a quantized B
+// (block.hpp, quantized_weight).
 #pragma once
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "kforge/core/quant.hpp"
 #include "kforge/core/tensor.hpp"
 #include "kforge/model/config.hpp"
 
@@ -43,10 +53,13 @@ struct host_buffer {
   using rebind = host_buffer<U>;
   std::vector<T> data;
   shape dims;
+  /// A quantized projection (quantize_weights): Wᵀ [dims[1], dims[0]]; data is then empty.
+  std::shared_ptr<const quantized_matrix> q;
 
   host_buffer() = default;
   explicit host_buffer(shape d) : data(static_cast<std::size_t>(d.numel())), dims(d) {}
   bool present() const { return dims.rank() > 0; }
+  bool quantized() const { return q != nullptr; }
   index_t numel() const { return present() ? dims.numel() : 0; }
   tensor_view<T> view() { return tensor_view<T>(data.data(), dims); }
   tensor_view<const T> view() const { return tensor_view<const T>(data.data(), dims); }
@@ -120,13 +133,18 @@ weights<Out> convert_weights(const weights<In>& w, Convert&& convert) {
 struct weight_bytes {
   double block = 0, embedding = 0, head = 0;
 };
+/// Bytes a buffer holds: its elements of size es, or a quantized weight's packed bytes.
+template <class Buf>
+double stored_bytes(const Buf& t, std::size_t es) {
+  return t.quantized() ? static_cast<double>(t.q->bytes()) : static_cast<double>(t.numel()) * static_cast<double>(es);
+}
 template <class Buf>
 weight_bytes bytes_of(const weights<Buf>& w, std::size_t es) {
   weight_bytes b;
   if (!w.layers.empty())
-    layer_weights<Buf>::each(w.layers[0], [&](const char*, const Buf& t) { b.block += static_cast<double>(t.numel()) * es; });
-  b.embedding = static_cast<double>(w.embed.numel() + w.positions.numel()) * es;
-  b.head = static_cast<double>(w.final_norm_w.numel() + w.final_norm_b.numel() + w.lm_head.numel()) * es;
+    layer_weights<Buf>::each(w.layers[0], [&](const char*, const Buf& t) { b.block += stored_bytes(t, es); });
+  b.embedding = stored_bytes(w.embed, es) + stored_bytes(w.positions, es);
+  b.head = stored_bytes(w.final_norm_w, es) + stored_bytes(w.final_norm_b, es) + stored_bytes(w.lm_head, es);
   return b;
 }
 
@@ -226,6 +244,72 @@ weights<host_buffer<T>> random_weights(const config& c) {
     w.lm_head = make("lm_head", shape{d, c.vocab}, 0.0, inv_d);
   }
   return w;
+}
+
+namespace detail {
+/// Runs body(i) for i in [0, n) on every core (each i once; the order of
+/// completion does not matter to the caller).
+template <class F>
+void parallel_chunks(std::size_t n, F&& body) {
+  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(n)));
+  auto run = [&](unsigned w) {
+    for (std::size_t i = w; i < n; i += workers) body(i);
+  };
+  std::vector<std::thread> ts;
+  for (unsigned w = 1; w < workers; ++w) ts.emplace_back(run, w);
+  run(0);
+  for (auto& t : ts) t.join();
+}
+}  // namespace detail
+
+/// Throws config_error unless every projection's input width (hidden, the
+/// heads' q_dim, the MLP width) fits format f's blocks.
+inline void check_quantizable(const config& c, qformat f) {
+  const index_t block = info_of(f).block;
+  for (auto [what, v] : {std::pair<const char*, index_t>{"hidden", c.hidden}, {"heads x head_dim", c.q_dim()}, {"mlp", c.mlp}})
+    if (v % block != 0)
+      throw config_error("kforge::model: config '" + c.name + "': " + what + " = " + std::to_string(v) + " is not a multiple of " +
+                         std::to_string(block) + ", the blocks " + std::string(to_string(f)) + " weights are quantized in along it");
+}
+
+/// Replaces each projection [in, out] and the LM head of w by Wᵀ quantized
+/// in format f (see the file's comment), 64 output rows at a time on every
+/// core; the dense elements are freed tensor by tensor. config_error where
+/// `in` does not fit the format's blocks (a multiple of 32), naming the tensor.
+template <class T>
+void quantize_weights(weights<host_buffer<T>>& w, qformat f) {
+  const qformat_info info = info_of(f);
+  auto convert = [&](const std::string& name, host_buffer<T>& b) {
+    if (!b.present() || b.quantized()) return;
+    const index_t in = b.dims[0], out = b.dims[1];
+    if (in % info.block != 0)
+      throw config_error("kforge::model: " + name + " " + b.dims.str() + ": " + std::string(info.name) + " needs its input width (" +
+                         std::to_string(in) + ") to be a multiple of " + std::to_string(info.block));
+    const auto rb = static_cast<std::size_t>(in / info.block * info.block_bytes);
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(out) * rb);
+    std::vector<float> scales(info.row_scale ? static_cast<std::size_t>(out) : 0);
+    constexpr index_t rows = 64;
+    detail::parallel_chunks(static_cast<std::size_t>((out + rows - 1) / rows), [&](std::size_t c) {
+      const index_t r0 = static_cast<index_t>(c) * rows, nr = std::min(rows, out - r0);
+      std::vector<float> t(static_cast<std::size_t>(nr * in));  // Wᵀ's rows r0 .. r0 + nr
+      for (index_t i = 0; i < in; ++i) {
+        const T* src = b.data.data() + i * out + r0;
+        for (index_t r = 0; r < nr; ++r) t[static_cast<std::size_t>(r * in + i)] = static_cast<float>(src[r]);
+      }
+      const quantized_matrix part = quantize(f, t.data(), nr, in);
+      std::copy(part.data(), part.data() + static_cast<std::size_t>(nr) * rb, bytes.begin() + static_cast<std::ptrdiff_t>(r0) * static_cast<std::ptrdiff_t>(rb));
+      if (info.row_scale) std::copy(part.scales().begin(), part.scales().end(), scales.begin() + r0);
+    });
+    b.q = std::make_shared<const quantized_matrix>(f, out, in, std::move(bytes), std::move(scales));
+    std::vector<T>().swap(b.data);
+  };
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    auto& L = w.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    convert(p + "q_proj.weight", L.wq), convert(p + "k_proj.weight", L.wk), convert(p + "v_proj.weight", L.wv);
+    convert(p + "o_proj.weight", L.wo), convert(p + "up_proj.weight", L.w_up), convert(p + "down_proj.weight", L.w_down);
+  }
+  convert("lm_head", w.lm_head);
 }
 
 }  // namespace kforge::model

@@ -220,8 +220,10 @@ inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, in
 namespace kforge::vulkan {
 
 /// Records op::gemm with a quantized B on device tensors: C [M, N] =
-/// act(alpha·A·Wᵀ + beta·C + bias) with A [M, K] and W [N, K] (vulkan/quant.hpp's kernel).
-template <class T, class E, class A>
+/// act(alpha·A·Wᵀ + beta·C + bias) with A [M, K] and W [N, K] (vulkan/quant.hpp's
+/// kernel). Policy: any, as vulkan::record takes it (the quantized kernel has
+/// no policy knobs; its own are vulkan::qgemv_config's defaults).
+template <class Policy = policy::vulkan<>, class T, class E, class A>
 void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w,
             const device_tensor<T>* bias, device_tensor<T>& c) {
   static_assert(std::is_same_v<A, float>, "kforge::vulkan: gemm accumulates in f32");
@@ -239,12 +241,12 @@ void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, c
   record_gemm_quantized(s, w, dtype_of<T>(), a.dims()[0], a.ref(), c.ref(), nullptr,
                         {op.alpha, op.beta, E::activation, op.epilogue.slope, bias ? &b : nullptr});
 }
-template <class T, class E, class A>
+template <class Policy = policy::vulkan<>, class T, class E, class A>
   requires(!E::has_bias)
 void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w, device_tensor<T>& c) {
   record(s, op, a, w, static_cast<const device_tensor<T>*>(nullptr), c);
 }
-template <class T, class E, class A>
+template <class Policy = policy::vulkan<>, class T, class E, class A>
   requires(E::has_bias)
 void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, const quantized_tensor& w,
             const device_tensor<T>& bias, device_tensor<T>& c) {
