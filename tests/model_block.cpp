@@ -35,6 +35,15 @@ TEST_CASE("model tiny under policy::autotune: its gemms from the tuning cache (o
 }
 #endif
 
+TEST_CASE("model: quantized weights — converted as defined, verified against the reference on the same weights dequantized") {
+  mc::check_quantize_weights();
+  const model::config c = mc::quantizable();
+  mc::check_verify_host<policy::threaded<>, float>(c, 7, 3, qformat::q4_0);
+  mc::check_verify_host<policy::threaded<>, float>(c, 50, 1, qformat::mxfp4);  // 50 rows: the prefill's packed kernels
+  mc::check_verify_host<policy::blocked<>, half>(c, 7, 2, qformat::q8_0);
+  mc::check_verify_host<policy::threaded<>, bfloat16>(c, 5, 2, qformat::fp8_e4m3);
+}
+
 TEST_CASE("model: a GPT-2-style block (LayerNorm, biases, GELU MLP, learned positions, tied head) verifies") {
   model::config c = model::preset("gpt2-small");
   c.hidden = 48, c.heads = 3, c.kv_heads = 3, c.head_dim = 16, c.mlp = 70, c.vocab = 61, c.layers = 2,

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -127,11 +128,78 @@ inline void check_passed(const model::verification& v, const model::config& c, i
   MESSAGE(v.candidate << " " << to_string(v.type) << " " << c.name << ": largest end-to-end error / bound " << worst);
 }
 
+/// The tiny preset resized so that every projection's input width fits
+/// 32-element blocks (tiny's hidden 72 does not): what quantized weights need.
+inline model::config quantizable() {
+  model::config c = model::preset("tiny");
+  c.name = "tiny-q", c.hidden = 64, c.heads = 2, c.kv_heads = 1, c.head_dim = 32, c.mlp = 96, c.vocab = 77;
+  return c;
+}
+
+/// Random weights of c in T, quantized in `weights` where given.
+template <class T>
+model::weights<model::host_buffer<T>> weights_of(const model::config& c, std::optional<qformat> weights = {}) {
+  auto w = model::random_weights<T>(c);
+  if (weights) model::quantize_weights(w, *weights);
+  return w;
+}
+
 template <class P, class T>
-void check_verify_host(const model::config& c, index_t prefill = 7, index_t decode = 3) {
-  const auto w = model::random_weights<T>(c);
+void check_verify_host(const model::config& c, index_t prefill = 7, index_t decode = 3, std::optional<qformat> weights = {}) {
+  const auto w = weights_of<T>(c, weights);
   model::host_session<T, P> s(c, w, prefill + decode);
   check_passed(model::verify<T>(c, w, s, prefill, decode, P::name()), c, prefill, decode);
+}
+
+/// quantize_weights: every projection and the LM head hold Wᵀ in the format
+/// (the dense elements freed), the embedding and norms stay dense, each
+/// quantized tensor dequantizes to the dense one within the format's step,
+/// bytes_of counts the packed bytes; widths that do not fit are refused.
+inline void check_quantize_weights() {
+  const model::config c = quantizable();
+  const auto dense = model::random_weights<float>(c);
+  for (qformat f : all_qformats) {
+    CAPTURE(to_string(f));
+    const auto w = weights_of<float>(c, f);
+    const auto& L = w.layers[1];
+    const auto& D = dense.layers[1];
+    for (auto [q, d] : {std::pair{&L.wq, &D.wq}, {&L.wo, &D.wo}, {&L.w_up, &D.w_up}, {&L.w_down, &D.w_down}, {&w.lm_head, &dense.lm_head}}) {
+      REQUIRE(q->quantized());
+      CHECK(q->data.empty());
+      CHECK(q->dims == d->dims);
+      CHECK(q->q->rows() == d->dims[1]);  // Wᵀ: one row per output feature
+      CHECK(q->q->cols() == d->dims[0]);
+      // Element [i, o] of the dense weight against row o of Wᵀ: within half a step of the row's largest magnitude.
+      const index_t in = d->dims[0], out = d->dims[1];
+      std::vector<float> row(static_cast<std::size_t>(in));
+      for (index_t o : {index_t{0}, out / 2, out - 1}) {
+        q->q->dequantize_row(o, row.data());
+        float amax = 0, worst = 0;
+        for (index_t i = 0; i < in; ++i) {
+          const float x = d->data[static_cast<std::size_t>(i * out + o)];
+          amax = std::max(amax, std::fabs(x));
+          worst = std::max(worst, std::fabs(row[static_cast<std::size_t>(i)] - x));
+        }
+        // Half a step: q8_0 amax/254 plus 127 × its f16 scale's rounding (2^-11 of it; ggml quantizes with the
+        // unrounded scale), fp8 2^-4 / 2^-3 of a value; q4_0's scale
+        // is the largest magnitude's -1/8 (llama.cpp's), so the other sign's extreme clamps by up to a step, amax/8;
+        // mxfp4 clamps what exceeds 6 under its power-of-two scale (up to a third of the block's largest).
+        const float step = f == qformat::q8_0 ? 0.5625f / 127 : f == qformat::q4_0 ? 1.0f / 8 : f == qformat::fp8_e4m3 ? 0.0625f
+                           : f == qformat::fp8_e5m2 ? 0.125f : 0.34f;
+        CHECK(worst <= step * amax * 1.01f);
+      }
+    }
+    CHECK(!w.embed.quantized());
+    CHECK(w.embed.data == dense.embed.data);
+    CHECK(!L.attn_norm_w.quantized());
+    const double ratio = model::bytes_of(w, 4).block / model::bytes_of(dense, 4).block;
+    CHECK(ratio < info_of(f).bits() / 32 + 0.05);  // the norms stay f32
+  }
+  model::config bad = quantizable();
+  bad.mlp = 100;
+  CHECK_THROWS_AS(model::check_quantizable(bad, qformat::q4_0), model::config_error);
+  auto w = model::random_weights<float>(bad);
+  CHECK_THROWS_WITH_AS(model::quantize_weights(w, qformat::q8_0), doctest::Contains("down_proj"), model::config_error);
 }
 
 /// policy::blocked<> for every op, but op::gated's output is off by 0.05 in

@@ -16,8 +16,9 @@ namespace mc = model_checks;
 
 namespace {
 template <class T, class P = policy::vulkan<>>
-void verify_on_vulkan(vulkan::context& ctx, const model::config& c, index_t prefill = 7, index_t decode = 3) {
-  const auto w = model::random_weights<T>(c);
+void verify_on_vulkan(vulkan::context& ctx, const model::config& c, index_t prefill = 7, index_t decode = 3,
+                      std::optional<qformat> weights = {}) {
+  const auto w = mc::weights_of<T>(c, weights);
   model::vulkan_session<T, P> s(ctx, c, w, prefill + decode);
   const model::verification v = model::verify<T>(c, w, s, prefill, decode, P::name());
   mc::check_passed(v, c, prefill, decode);
@@ -44,6 +45,19 @@ TEST_CASE("vulkan model under policy::autotune: its gemms recorded with the devi
   KFT_NO_VALIDATION_MESSAGES();
 }
 #endif
+
+TEST_CASE("vulkan model: quantized weights (each format) verified against the reference on the same weights dequantized") {
+  KFT_NEED_DEVICE();
+  const model::config c = mc::quantizable();
+  verify_on_vulkan<float>(*ctx, c, 7, 2, qformat::q4_0);
+  verify_on_vulkan<float>(*ctx, c, 5, 1, qformat::fp8_e5m2);
+  if (ctx->info().storage_16bit) {
+    verify_on_vulkan<half>(*ctx, c, 7, 2, qformat::q8_0);
+    verify_on_vulkan<half>(*ctx, c, 5, 1, qformat::mxfp4);
+    verify_on_vulkan<bfloat16>(*ctx, c, 5, 1, qformat::fp8_e4m3);
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
 
 TEST_CASE("vulkan model: a GPT-2-style block (learned positions: two gathers and an add) verifies") {
   KFT_NEED_DEVICE();

@@ -279,12 +279,14 @@ inline void check_quantizable(const config& c, qformat f) {
 template <class T>
 void quantize_weights(weights<host_buffer<T>>& w, qformat f) {
   const qformat_info info = info_of(f);
+  bool checking = true;  // every width checked before any tensor changes
   auto convert = [&](const std::string& name, host_buffer<T>& b) {
     if (!b.present() || b.quantized()) return;
     const index_t in = b.dims[0], out = b.dims[1];
     if (in % info.block != 0)
       throw config_error("kforge::model: " + name + " " + b.dims.str() + ": " + std::string(info.name) + " needs its input width (" +
                          std::to_string(in) + ") to be a multiple of " + std::to_string(info.block));
+    if (checking) return;
     const auto rb = static_cast<std::size_t>(in / info.block * info.block_bytes);
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(out) * rb);
     std::vector<float> scales(info.row_scale ? static_cast<std::size_t>(out) : 0);
@@ -303,13 +305,16 @@ void quantize_weights(weights<host_buffer<T>>& w, qformat f) {
     b.q = std::make_shared<const quantized_matrix>(f, out, in, std::move(bytes), std::move(scales));
     std::vector<T>().swap(b.data);
   };
-  for (std::size_t l = 0; l < w.layers.size(); ++l) {
-    auto& L = w.layers[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    convert(p + "q_proj.weight", L.wq), convert(p + "k_proj.weight", L.wk), convert(p + "v_proj.weight", L.wv);
-    convert(p + "o_proj.weight", L.wo), convert(p + "up_proj.weight", L.w_up), convert(p + "down_proj.weight", L.w_down);
+  for (; ; checking = false) {
+    for (std::size_t l = 0; l < w.layers.size(); ++l) {
+      auto& L = w.layers[l];
+      const std::string p = "layers." + std::to_string(l) + ".";
+      convert(p + "q_proj.weight", L.wq), convert(p + "k_proj.weight", L.wk), convert(p + "v_proj.weight", L.wv);
+      convert(p + "o_proj.weight", L.wo), convert(p + "up_proj.weight", L.w_up), convert(p + "down_proj.weight", L.w_down);
+    }
+    convert("lm_head", w.lm_head);
+    if (!checking) return;
   }
-  convert("lm_head", w.lm_head);
 }
 
 }  // namespace kforge::model
