@@ -5,7 +5,8 @@
 // streams), and so does M ≤ 32 over a wide, deep row-major B (N > 1024,
 // K ≥ 4096) on AVX-512;
 // everything else runs the packed driver of cpu/gemm_kernel.hpp. Bias is converted to f32 once per call; the epilogue
-// is applied in the micro-kernel's write-back.
+// is applied in the micro-kernel's write-back. A quantized B (ops/gemm.hpp) runs cpu/quant_gemm.hpp's kernels
+// (gemm_quantized_compute).
 #pragma once
 
 #include "kforge/cpu/common.hpp"
@@ -25,10 +26,6 @@ const float* bias_f32(const tensor_view<const T>& bias, index_t n) {
   return p;
 }
 
-/// A gemm on the S, MR×NR micro-kernel with run-time blocking and thread
-/// count: what every blocked and threaded policy runs (gemm_compute below),
-/// and what policy::autotune and the tuner run for each candidate of the CPU
-/// space (tune/space.hpp) without a function per policy.
 /// The micro-kernel's epilogue of one gemm call (the bias converted to f32).
 template <class T, class E, class A>
 gemm_epilogue epilogue_of(const op::gemm<T, E, A>& op, const tensor_view<const T>& bias, index_t n) {
@@ -41,6 +38,10 @@ gemm_epilogue epilogue_of(const op::gemm<T, E, A>& op, const tensor_view<const T
   return ep;
 }
 
+/// A gemm on the S, MR×NR micro-kernel with run-time blocking and thread
+/// count: what every blocked and threaded policy runs (gemm_compute below),
+/// and what policy::autotune and the tuner run for each candidate of the CPU
+/// space (tune/space.hpp) without a function per policy.
 template <class S, int MR, int NR, class T, class E, class A>
 void gemm_run(const op::gemm<T, E, A>& op, const gemm_args<T>& g, blocking blk, int threads) {
   if (g.m == 0 || g.n == 0) return;

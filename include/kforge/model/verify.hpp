@@ -25,6 +25,12 @@
 // Decode steps attend to a cache the earlier steps wrote, whose errors have
 // the same depth, so the sum is taken within a step.
 //
+// Quantized weights (weights.hpp): the reference runs on the same weights,
+// policy::eigen computing each gemm with dequantize(W) — the format's
+// meaning — so the check is of the kernels, not of the format's error; the
+// isolated check's problem and error scale read a dense stand-in of W
+// (dense_standins).
+//
 // Inputs are random token ids; both sides run them from the embedding
 // (op::embedding, exact: its end-to-end bound is 0) to the sampled token
 // (op::topk, k = 1). An op with several outputs is checked in isolation on
