@@ -162,31 +162,36 @@ inline std::uint64_t hash_name(std::string_view s) {
   return h;
 }
 
+/// Runs body(i) for every i in [0, n), each once, on every core — on the
+/// calling thread alone when n < `threaded_from` (threads cost more than
+/// small work). Callers make each i's result independent of the thread.
+template <class F>
+void parallel_chunks(std::size_t n, F&& body, std::size_t threaded_from = 2) {
+  const unsigned workers = n < threaded_from ? 1u
+                           : std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(n)));
+  auto run = [&](unsigned w) {
+    for (std::size_t i = w; i < n; i += workers) body(i);
+  };
+  std::vector<std::thread> ts;
+  for (unsigned w = 1; w < workers; ++w) ts.emplace_back(run, w);
+  run(0);
+  for (auto& t : ts) t.join();
+}
+
 /// Fills `out` with mean + U(-√3σ, √3σ), chunk by chunk on every core.
 template <class T>
 void fill_uniform(std::vector<T>& out, std::uint64_t stream, double mean, double sigma) {
   constexpr std::size_t chunk = std::size_t{1} << 16;
   const std::size_t n = out.size(), chunks = (n + chunk - 1) / chunk;
-  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(chunks)));
   const double half_width = std::sqrt(3.0) * sigma;
-  auto body = [&](unsigned w) {
-    for (std::size_t c = w; c < chunks; c += workers) {
-      std::uint64_t s = mix(stream ^ mix(c));
-      for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) {
-        s = mix(s);
-        const double u = static_cast<double>(s >> 11) * 0x1.0p-53;  // [0, 1)
-        out[i] = static_cast<T>(static_cast<float>(mean + (2.0 * u - 1.0) * half_width));
-      }
+  parallel_chunks(chunks, [&](std::size_t c) {
+    std::uint64_t s = mix(stream ^ mix(c));
+    for (std::size_t i = c * chunk, e = std::min(n, i + chunk); i < e; ++i) {
+      s = mix(s);
+      const double u = static_cast<double>(s >> 11) * 0x1.0p-53;  // [0, 1)
+      out[i] = static_cast<T>(static_cast<float>(mean + (2.0 * u - 1.0) * half_width));
     }
-  };
-  if (workers == 1 || n < 4 * chunk) {
-    for (unsigned w = 0; w < workers; ++w) body(w);
-    return;
-  }
-  std::vector<std::thread> ts;
-  for (unsigned w = 1; w < workers; ++w) ts.emplace_back(body, w);
-  body(0);
-  for (auto& t : ts) t.join();
+  }, 4);
 }
 }  // namespace detail
 
@@ -245,22 +250,6 @@ weights<host_buffer<T>> random_weights(const config& c) {
   }
   return w;
 }
-
-namespace detail {
-/// Runs body(i) for i in [0, n) on every core (each i once; the order of
-/// completion does not matter to the caller).
-template <class F>
-void parallel_chunks(std::size_t n, F&& body) {
-  const unsigned workers = std::max(1u, std::min<unsigned>(std::thread::hardware_concurrency(), static_cast<unsigned>(n)));
-  auto run = [&](unsigned w) {
-    for (std::size_t i = w; i < n; i += workers) body(i);
-  };
-  std::vector<std::thread> ts;
-  for (unsigned w = 1; w < workers; ++w) ts.emplace_back(run, w);
-  run(0);
-  for (auto& t : ts) t.join();
-}
-}  // namespace detail
 
 /// Throws config_error unless every projection's input width (hidden, the
 /// heads' q_dim, the MLP width) fits format f's blocks.
