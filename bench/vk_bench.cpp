@@ -735,9 +735,10 @@ void gemm_shapes(bool sweep, bool smoke) {
 }
 
 // ---- low-precision weights (issue 48) -----------------------------------------
-// `--quant [--sweep] [--smoke]`: vulkan::gemm_quantized (the decode kernel)
-// at the decode shapes of issue 48 (N×K = 14336×4096, 4096×14336, 6144×4096,
-// 128256×4096; M = 1, 4, 8; X and Y f16), every format, beside the f16-weight
+// `--quant [--sweep] [--smoke]`: vulkan::gemm_quantized at the shapes of
+// issue 48 (N×K = 14336×4096, 4096×14336, 6144×4096, 128256×4096; M = 1, 4,
+// 8: the decode kernel, GB/s; M = 512, 2048: the prefill path, TFLOP/s; X
+// and Y f16), every format, beside the f16-weight
 // gemm of the same shape (policy::vulkan<>'s default config) and a 256 MiB
 // copy. GB/s counts the packed bytes read (codes and scales), the copy's the
 // bytes read and written. Each call reads the next of enough copies of W to
@@ -780,7 +781,9 @@ void quant_cases(bool sweep, bool smoke) {
   const double pass_bytes = smoke ? 4.0 * (1 << 20) : 256.0 * (1 << 20);
   for (auto [n, k] : shapes) {
     if (smoke) n = n / 16 + 1, k /= 16;
-    for (index_t m : {1, 4, 8}) {
+    for (index_t m : {1, 4, 8, 512, 2048}) {
+      const bool prefill = m >= vulkan::quant_dense_rows;  // W dequantized, then the f16 gemm
+      const double flop = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
       // f16 weights: the gemm of today's decode path, B [K, N].
       const std::string sh = std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k);
       auto hx = random_host<half>(static_cast<std::size_t>(m * k), 5);
@@ -804,10 +807,11 @@ void quant_cases(bool sweep, bool smoke) {
           vulkan::record_gemm(s, dtype::f16, cfg, m, n, k, 1.0f, 0.0f, fn::identity, 0.0f, x.ref(),
                               bs[static_cast<std::size_t>(next++ % copies)].ref(), nullptr, y.ref());
         }, 2000, 300);
-        result("qgemv_f16_" + sh, f16_ms, b_bytes / (f16_ms * 1e-3) / 1e9, "GB/s");
+        if (prefill) result("qgemm_f16_" + sh, f16_ms, flop / (f16_ms * 1e-3) / 1e12, "TFLOP/s");
+        else result("qgemv_f16_" + sh, f16_ms, b_bytes / (f16_ms * 1e-3) / 1e9, "GB/s");
       }
       for (qformat f : all_qformats) {
-        const std::string name = "qgemv_" + std::string(to_string(f)) + "_" + sh;
+        const std::string name = (prefill ? "qgemm_" : "qgemv_") + std::string(to_string(f)) + "_" + sh;
         const quantized_matrix q = random_quantized(f, n, k, 7);
         std::deque<vulkan::quantized_tensor> ws;
         ws.emplace_back(ctx, q);
@@ -839,6 +843,13 @@ void quant_cases(bool sweep, bool smoke) {
         };
         const double ms = time_cfg(nullptr);
         const double err = check();
+        if (prefill) {
+          std::printf("  %s dequantized + f16 gemm: %.4f ms, %.1f TFLOP/s, %.2fx the f16 weights' rate; sampled error %.2e (%s)\n",
+                      name.c_str(), ms, flop / (ms * 1e-3) / 1e12, f16_ms / ms, err, err <= 2e-3 ? "ok" : "FAIL");
+          result(name, ms, flop / (ms * 1e-3) / 1e12, "TFLOP/s");
+          std::fflush(stdout);
+          continue;
+        }
         const auto d = vulkan::default_qgemv_config(m);
         std::printf("  %s default wg %u rows %u bm %u: %.4f ms, %.0f GB/s packed, %.2fx the f16 weights' time; sampled error %.2e (%s)\n",
                     name.c_str(), d.wg, d.rows, d.bm, ms, w_bytes / (ms * 1e-3) / 1e9, f16_ms / ms, err, err <= 2e-3 ? "ok" : "FAIL");

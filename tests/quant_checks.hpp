@@ -1,7 +1,7 @@
 // tests/quant_checks.hpp — op::gemm with a quantized B (B = dequantize(W)ᵀ)
 // checked against its meaning computed in f64 here: C = act(alpha·A·Bᵀ... +
 // beta·C + bias) with A in its storage type's values and W dequantized as
-// core/quant.hpp defines it, under gemm's tolerance (ops/gemm.hpp) — for
+// core/quant.hpp defines it, under gemm_quantized_tolerance (ops/gemm.hpp) — for
 // any policy, T, epilogue and operand layout (tests/cpu_check.hpp's).
 #pragma once
 
@@ -62,7 +62,7 @@ void check_gemm(const Run& run, qformat f, index_t m, index_t k, index_t n, cpu_
       // The activations' slopes stay below 1.2: the sum's error scale carries through.
       scale[e] = static_cast<float>(1.2 * (std::fabs(alpha) * mag + std::fabs(beta * c0[e]) + (E::has_bias ? std::fabs(bv[static_cast<std::size_t>(j)]) : 0.0)));
     }
-  cpu_test::compare(cpu_test::values(c.v), ref, scale, gemm_tolerance(dtype_of<T>(), k), dtype_of<T>(),
+  cpu_test::compare(cpu_test::values(c.v), ref, scale, gemm_quantized_tolerance(dtype_of<T>(), k), dtype_of<T>(),
                     what + " " + std::string(to_string(f)) + " " + epilogue::epilogue_name<E>() + " M=" + std::to_string(m) +
                         " K=" + std::to_string(k) + " N=" + std::to_string(n) + " " + cpu_test::name(l));
 }

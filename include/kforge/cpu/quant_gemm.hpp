@@ -276,7 +276,8 @@ inline void rows_generic(const quantized_matrix& w, const float* x, index_t ldx,
 /// The decode path: W read once, each slice of it against every 4-row tile of X.
 inline void gemm_tiles(const quantized_matrix& w, const float* x, index_t m, index_t ldx, float* y, index_t ldy,
                        int nthreads) {
-  const index_t n = w.rows(), k = w.cols();
+  const index_t n = w.rows();
+  [[maybe_unused]] const index_t k = w.cols();  // the AVX-512 paths
   // A chunk of W's rows is at least ~64 KiB of packed bytes.
   const index_t grain = std::max<index_t>(1, 65536 / std::max<index_t>(1, w.row_bytes()));
   // Rows [n0, n1) of W against X's rows [i0, i0 + mt).

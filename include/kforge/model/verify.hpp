@@ -137,6 +137,12 @@ struct checking_executor {
         return (x);
     };
     stage_check chk{s, layer, traits_of_t<Op>::problem_of(op, dense(v)...), {}};
+    // A quantized weight's stand-in: the problem says so (its tolerance: gemm_quantized_tolerance).
+    auto mark = [&](const auto& x) {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(x)>, quantized_matrix>)
+        chk.p.attrs["weights"] = static_cast<double>(static_cast<int>(x.format()));
+    };
+    (mark(v), ...);
     const std::vector<host_tensor> before{to_host_tensor(dense(v))...};  // outputs as they were before the call
     auto cand = std::make_tuple(copy_of(std::get<n_in + O>(all))...);
     try {

@@ -107,9 +107,13 @@ struct device_knobs<policy::vulkan<K...>> {
     const auto all = std::tie(v...);
     if constexpr (Op::name == std::string_view("gemm") &&
                   std::is_same_v<std::remove_cvref_t<std::tuple_element_t<1, std::tuple<V...>>>, vulkan::quantized_tensor>) {
-      const auto cfg = vulkan::default_qgemv_config(std::get<0>(all).dims()[0]);
-      return "gemm_quantized " + std::string(to_string(std::get<1>(all).format())) + " wg " + std::to_string(cfg.wg) + " rows " +
-             std::to_string(cfg.rows) + " bm " + std::to_string(cfg.bm);
+      const index_t m = std::get<0>(all).dims()[0];
+      const vulkan::quantized_tensor& w = std::get<1>(all);
+      const std::string f = "gemm_quantized " + std::string(to_string(w.format()));
+      if (m >= vulkan::quant_dense_rows && vulkan::quant_dense_fits(w, dtype_of<T>(), ctx.info()))
+        return f + " dequantized, gemm " + vulkan::detail::policy_gemm<policy::vulkan<K...>>::of(ctx.info(), dtype_of<T>(), m, w.rows(), w.cols()).str();
+      const auto cfg = vulkan::default_qgemv_config(m);
+      return f + " wg " + std::to_string(cfg.wg) + " rows " + std::to_string(cfg.rows) + " bm " + std::to_string(cfg.bm);
     } else if constexpr (Op::name == std::string_view("gemm")) {
       const auto& a = std::get<0>(all).dims();
       const auto& b = std::get<1>(all).dims();

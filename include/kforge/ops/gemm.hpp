@@ -159,6 +159,19 @@ inline tolerance gemm_tolerance(dtype d, index_t k) {
   }
 }
 
+/// gemm with a quantized B and f16 or bf16 activations: gemm's tolerance plus
+/// half an ulp of the storage type per weight (atol + eps/2 of the error
+/// scale, the sum of |A|·|B|): a kernel may round each dequantized weight
+/// once to the activations' type before the product, as the Vulkan prefill
+/// path does to feed the tensor cores (vulkan/gemm.hpp,
+/// record_gemm_quantized) — the weights a model of that type would hold.
+/// f32 activations: gemm's tolerance (every path is exact there).
+inline tolerance gemm_quantized_tolerance(dtype d, index_t k) {
+  tolerance t = gemm_tolerance(d, k);
+  if (d == dtype::f16 || d == dtype::bf16) t.atol += epsilon_of(d) / 2;
+  return t;
+}
+
 }  // namespace kforge
 
 KFORGE_REFUSE(gemm, (class T, class E, class A), (T, E, A))

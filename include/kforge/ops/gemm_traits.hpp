@@ -89,7 +89,11 @@ struct gemm_traits : traits_base<gemm_traits> {
     };
     return opts;
   }
-  static std::string describe(const problem& p) { return p.epilogue != "none" ? " epilogue=" + p.epilogue : ""; }
+  static std::string describe(const problem& p) {
+    std::string d = p.epilogue != "none" ? " epilogue=" + p.epilogue : "";
+    if (const double w = p.attr("weights", -1); w >= 0) d += " weights=" + std::string(to_string(static_cast<qformat>(static_cast<int>(w))));
+    return d;
+  }
   static double flops(const problem& p) { return 2.0 * p.dims[0] * p.dims[1] * p.dims[2]; }
 
   template <class T, class F>
@@ -130,7 +134,12 @@ struct gemm_traits : traits_base<gemm_traits> {
     q.beta = std::fabs(p.beta);
     return linear(q);
   }
-  static tolerance tolerance_of(const problem& p) { return gemm_tolerance(p.type, p.dims[2]); }
+  /// A problem whose B stands for a quantized weight (attrs "weights" = its
+  /// qformat's code, as model::verify marks its stand-ins) gets the quantized
+  /// gemm's tolerance.
+  static tolerance tolerance_of(const problem& p) {
+    return p.attr("weights", -1) >= 0 ? gemm_quantized_tolerance(p.type, p.dims[2]) : gemm_tolerance(p.type, p.dims[2]);
+  }
 
   static kernel_contract contract(const problem& p) {
     kernel_contract c;

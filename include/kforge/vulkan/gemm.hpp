@@ -215,9 +215,92 @@ inline void record_gemm(stream& s, dtype dt, const gemm_tiling& t, index_t m, in
   record_gemm(s, dt, cfg, m, n, k, alpha, beta, act, slope, a, b, bias, c);
 }
 
+/// From this many rows of X on, a quantized gemm without explicit decode
+/// knobs takes the prefill path (record_gemm_quantized): past the decode
+/// kernel's largest band (16 rows), which would read W once per band.
+inline constexpr index_t quant_dense_rows = 17;
+
+/// Whether the prefill path can hold W dequantized in dt: K·N elements of dt
+/// in one storage buffer of the device, and (f16) every weight within f16's
+/// range (quantized_tensor::max_abs; past it the decode kernel, f32 throughout).
+inline bool quant_dense_fits(const quantized_tensor& w, dtype dt, const device_info& d) {
+  const double bytes = static_cast<double>(w.rows()) * static_cast<double>(w.cols()) * static_cast<double>(size_of(dt));
+  return bytes <= static_cast<double>(std::min<std::uint64_t>(d.max_storage_buffer_range, std::uint64_t{1} << 31)) &&
+         (dt != dtype::f16 || w.max_abs() <= 65504.0f);
+}
+
+/// Records Y [M, N] = act(alpha·X [M, K]·Wᵀ + beta·Y + bias) for a quantized
+/// W (N × K): x, y and the bias dense row-major of storage dtype dt. Decode
+/// rows (M < quant_dense_rows) or explicit knobs (cfg): the decode kernel,
+/// which reads W's packed bytes directly (record_gemm_quantized_rows).
+/// Prefill rows: W dequantized into the stream's scratch buffer as B [K, N]
+/// of dt (record_dequantize; each weight rounded once to dt, which
+/// gemm_quantized_tolerance allows for) and the dense gemm of `dense`
+/// (default: gemm_default_config — on f16/bf16 the tensor cores). The
+/// scratch is one buffer per recording, as large as the largest W of the
+/// recording (a model's prefill: its largest projection) — a transient copy,
+/// not a second copy of the model.
+inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt, index_t m, buffer_ref x, buffer_ref y,
+                                  const qgemv_config* cfg = nullptr, const quant_epilogue& ep = {},
+                                  const gemm_config* dense = nullptr) {
+  detail::check_quantized_call(s, w, m, ep);
+  if (cfg || m < quant_dense_rows || !quant_dense_fits(w, dt, s.ctx().info())) {
+    record_gemm_quantized_rows(s, w, dt, m, x, y, cfg, ep);
+    return;
+  }
+  const index_t n = w.rows(), k = w.cols();
+  const gemm_config g = dense ? *dense
+                              : gemm_default_config(s.ctx().info(), dt, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n),
+                                                    static_cast<std::uint64_t>(k));
+  const buffer_ref b = s.scratch(static_cast<VkDeviceSize>(n) * static_cast<VkDeviceSize>(k) * size_of(dt));
+  record_dequantize(s, w, dt, b);
+  record_gemm(s, dt, g, m, n, k, ep.alpha, ep.beta, ep.act, ep.slope, x, b, ep.bias, y);
+}
+
+/// Y = X · Wᵀ on device tensors: x [M, K], y [M, N].
+template <class T>
+void gemm_quantized(stream& s, const quantized_tensor& w, const device_tensor<T>& x, device_tensor<T>& y,
+                    const qgemv_config* cfg = nullptr) {
+  static_assert(!std::is_same_v<T, std::int32_t>, "kforge::vulkan::gemm_quantized: X and Y are float, half or bfloat16");
+  w.check_not_empty();
+  if (x.rank() != 2 || x.dims()[1] != w.cols())
+    throw shape_error("kforge::vulkan::gemm_quantized: X must be [M, " + std::to_string(w.cols()) + "], got " + x.dims().str());
+  expect_shape("kforge::vulkan::gemm_quantized", "Y", kforge::shape{x.dims()[0], w.rows()}, y.dims());
+  record_gemm_quantized(s, w, dtype_of<T>(), x.dims()[0], x.ref(), y.ref(), cfg);
+}
+
+/// Y = X · Wᵀ from host views (uploaded, run and downloaded in one call).
+template <class T>
+void gemm_quantized(const quantized_tensor& w, const tensor_view<const T>& x, const tensor_view<T>& y) {
+  auto dx = device_tensor<T>::from_host(w.ctx(), x);
+  device_tensor<T> dy(w.ctx(), y.dims);
+  {
+    stream s(w.ctx());
+    gemm_quantized(s, w, dx, dy);
+    s.run();
+  }
+  dy.download(y);
+}
+
 }  // namespace kforge::vulkan
 
 namespace kforge::vulkan {
+
+namespace detail {
+/// The dense gemm config a policy picks for an m×n×k gemm (its knobs; another policy type: the default).
+template <class Policy>
+struct policy_gemm {
+  static gemm_config of(const device_info& d, dtype dt, index_t m, index_t n, index_t k) {
+    return gemm_default_config(d, dt, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k));
+  }
+};
+template <class... K>
+struct policy_gemm<policy::vulkan<K...>> {
+  static gemm_config of(const device_info& d, dtype dt, index_t m, index_t n, index_t k) {
+    return knobs<K...>::gemm(d, dt, static_cast<std::uint64_t>(m), static_cast<std::uint64_t>(n), static_cast<std::uint64_t>(k));
+  }
+};
+}  // namespace detail
 
 /// Records op::gemm with a quantized B on device tensors: C [M, N] =
 /// act(alpha·A·Wᵀ + beta·C + bias) with A [M, K] and W [N, K] (vulkan/quant.hpp's
@@ -238,8 +321,9 @@ void record(stream& s, const op::gemm<T, E, A>& op, const device_tensor<T>& a, c
     if (x != &s.ctx()) throw argument_error("kforge::vulkan::gemm: tensors belong to another context than the stream");
   if (a.dims()[0] == 0) return;
   const buffer_ref b = bias ? bias->ref() : buffer_ref{};
+  const gemm_config dense = detail::policy_gemm<Policy>::of(s.ctx().info(), dtype_of<T>(), a.dims()[0], w.rows(), w.cols());
   record_gemm_quantized(s, w, dtype_of<T>(), a.dims()[0], a.ref(), c.ref(), nullptr,
-                        {op.alpha, op.beta, E::activation, op.epilogue.slope, bias ? &b : nullptr});
+                        {op.alpha, op.beta, E::activation, op.epilogue.slope, bias ? &b : nullptr}, &dense);
 }
 template <class Policy = policy::vulkan<>, class T, class E, class A>
   requires(!E::has_bias)
@@ -277,9 +361,12 @@ struct impl<policy::vulkan<Knobs...>, op::gemm<T, E, float>>
   static void compute_quantized(const op::gemm<T, E, float>& op, const gemm_qargs<T>& g) {
     vulkan::detail::call<T> c({&g.a, E::has_bias ? &g.bias : nullptr}, g.c, op.beta != 0.0f);
     const vulkan::quantized_tensor w(c.ctx(), *g.w);
-    if (g.m)
+    if (g.m) {
+      // The prefill path's dense gemm as the policy's knobs pick it.
+      const auto dense = vulkan::detail::policy_gemm<policy::vulkan<Knobs...>>::of(c.ctx().info(), c.dt, g.m, g.n, g.k);
       vulkan::record_gemm_quantized(c.s(), w, c.dt, g.m, c.in(0), c.out(), nullptr,
-                                    {op.alpha, op.beta, E::activation, op.epilogue.slope, c.in_opt(1)});
+                                    {op.alpha, op.beta, E::activation, op.epilogue.slope, c.in_opt(1)}, &dense);
+    }
     c.finish();
   }
   static void compute(const op::gemm<T, E, float>& op, const gemm_args<T>& g) {

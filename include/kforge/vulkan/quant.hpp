@@ -1,7 +1,9 @@
 // kforge/vulkan/quant.hpp — low-precision weights on the device (issue 48):
-// quantized_tensor, a core/quant.hpp quantized_matrix in device memory, and
-// gemm_quantized, Y = X · Wᵀ on it (the decode kernel,
-// shaders/gemm_quant.hpp).
+// quantized_tensor, a core/quant.hpp quantized_matrix in device memory;
+// record_gemm_quantized_rows, Y = X · Wᵀ on it (the decode kernel,
+// shaders/gemm_quant.hpp); record_dequantize, the prefill path's first pass.
+// vulkan/gemm.hpp picks between the two (record_gemm_quantized) and holds
+// the device-tensor and host-view calls (gemm_quantized).
 //
 // Upload repacks each row once, on the host, into the kernel's layout: the
 // codes of each 32-element unit in one array, the scales in another (GGUF
@@ -21,6 +23,7 @@
 #endif
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -60,6 +63,7 @@ class quantized_tensor {
         if (!per_unit_scale) {
           std::memcpy(d, src, static_cast<std::size_t>(k_));
           const float f = w.scale(r);
+          max_abs_ = std::max(max_abs_, std::fabs(f) * (format_ == qformat::fp8_e4m3 ? 448.0f : 57344.0f));
           std::memcpy(sc.data() + 4 * static_cast<std::size_t>(r), &f, 4);
           continue;
         }
@@ -67,6 +71,11 @@ class quantized_tensor {
         for (index_t b = 0; b < nb_; ++b, src += in.block_bytes) {
           std::memcpy(d + b * unit_bytes(), src + sb, static_cast<std::size_t>(in.block_bytes - sb));
           std::memcpy(sc.data() + static_cast<std::size_t>((r * nb_ + b) * sb), src, static_cast<std::size_t>(sb));
+          // The largest magnitude the unit's codes can reach with its scale.
+          const float m = format_ == qformat::mxfp4 ? 12.0f * kforge::quant_detail::mxfp4_half_scale(src[0])
+                                                    : (format_ == qformat::q8_0 ? 128.0f : 8.0f) *
+                                                          std::fabs(kforge::quant_detail::get_f16(src));
+          max_abs_ = std::max(max_abs_, m);
         }
       }
       buffer_ref dst_ref = codes_.ref();
@@ -91,6 +100,8 @@ class quantized_tensor {
   buffer_ref codes() const { return sized(codes_, code_bytes()); }
   buffer_ref scales() const { return sized(scales_, scale_bytes()); }
   context& ctx() const { return *ctx_; }
+  /// A bound on |value| of every weight (its scale times the format's largest code).
+  float max_abs() const { return max_abs_; }
   /// argument_error for a default-constructed tensor (no weights, no context).
   void check_not_empty() const {
     if (!ctx_) throw argument_error("kforge::vulkan::gemm_quantized: the quantized_tensor holds no weights");
@@ -118,6 +129,7 @@ class quantized_tensor {
   context* ctx_ = nullptr;
   qformat format_ = qformat::q8_0;
   index_t n_ = 0, k_ = 0, nb_ = 0;
+  float max_abs_ = 0;
   buffer_slice codes_, scales_;
 };
 
@@ -149,15 +161,27 @@ struct quant_epilogue {
   const buffer_ref* bias = nullptr;  ///< N elements of dt, or none
 };
 
-/// Records Y [M, N] = X [M, K] · Wᵀ (then the epilogue): x, y and the bias
-/// dense row-major of storage dtype dt (f32, f16 or bf16).
-inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt, index_t m, buffer_ref x, buffer_ref y,
-                                  const qgemv_config* cfg = nullptr, const quant_epilogue& ep = {}) {
+namespace detail {
+/// What every quantized gemm call checks first: weights, their context, M, the activation.
+inline void check_quantized_call(const stream& s, const quantized_tensor& w, index_t m, const quant_epilogue& ep) {
+  w.check_not_empty();
+  if (&s.ctx() != &w.ctx()) throw argument_error("kforge::vulkan::gemm_quantized: the weights live in another context");
+  if (m <= 0) throw shape_error("kforge::vulkan::gemm_quantized: M must be positive, got " + std::to_string(m));
+  if (!is_activation(ep.act))
+    throw argument_error("kforge::vulkan::gemm_quantized: " + std::string(to_string(ep.act)) + " is not an epilogue activation");
+}
+}  // namespace detail
+
+/// Records the decode kernel: Y [M, N] = X [M, K] · Wᵀ (then the epilogue)
+/// with the knobs cfg (default_qgemv_config(M) if none); x, y and the bias
+/// dense row-major of storage dtype dt (f32, f16 or bf16). W is read once
+/// per band of cfg.bm rows of X. vulkan/gemm.hpp's record_gemm_quantized
+/// picks between this and the prefill path.
+inline void record_gemm_quantized_rows(stream& s, const quantized_tensor& w, dtype dt, index_t m, buffer_ref x, buffer_ref y,
+                                       const qgemv_config* cfg = nullptr, const quant_epilogue& ep = {}) {
   using namespace detail;
   context& ctx = s.ctx();
-  w.check_not_empty();
-  if (&ctx != &w.ctx()) throw argument_error("kforge::vulkan::gemm_quantized: the weights live in another context");
-  if (m <= 0) throw shape_error("kforge::vulkan::gemm_quantized: M must be positive, got " + std::to_string(m));
+  check_quantized_call(s, w, m, ep);
   const qgemv_config c = cfg ? *cfg : default_qgemv_config(m);
   check_wg(ctx, c.wg, "gemm_quantized");
   if (c.rows == 0 || c.rows > 64 || c.bm == 0 || c.bm > 16 || c.rows * c.bm > 64 || c.pairs > 1 || c.probe > 2)
@@ -172,8 +196,6 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
                             std::to_string(ctx.info().max_shared_memory) + " bytes of shared memory");
   u32(m * w.cols(), "elements of X");
   u32(m * w.rows(), "elements of Y");
-  if (!is_activation(ep.act))
-    throw argument_error("kforge::vulkan::gemm_quantized: " + std::string(to_string(ep.act)) + " is not an epilogue activation");
   const struct {
     std::uint32_t m, n, k, nb;
     float alpha, beta, slope;
@@ -182,7 +204,7 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
   auto groups = grid((static_cast<std::uint64_t>(w.rows()) + c.rows - 1) / c.rows);
   groups[2] = static_cast<std::uint32_t>((m + c.bm - 1) / c.bm);
   if (groups[2] > 65535) throw unsupported_error("kforge::vulkan::gemm_quantized: M = " + std::to_string(m) + " needs too many bands");
-  const auto& p = ctx.get_pipeline(make_variant("gemm_quant", shaders::gemm_quant, dt,
+  const auto& p = ctx.get_pipeline(make_variant("gemm_quant", shaders::gemm_quant(), dt,
                                                 {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
                                                  {"KF_VEC", vec ? "1" : "0"},
                                                  {"KF_QPROBE", std::to_string(c.probe)},
@@ -194,29 +216,29 @@ inline void record_gemm_quantized(stream& s, const quantized_tensor& w, dtype dt
              "gemm_quantized " + std::string(to_string(w.format())));
 }
 
-/// Y = X · Wᵀ on device tensors: x [M, K], y [M, N].
-template <class T>
-void gemm_quantized(stream& s, const quantized_tensor& w, const device_tensor<T>& x, device_tensor<T>& y,
-                    const qgemv_config* cfg = nullptr) {
-  static_assert(!std::is_same_v<T, std::int32_t>, "kforge::vulkan::gemm_quantized: X and Y are float, half or bfloat16");
-  w.check_not_empty();
-  if (x.rank() != 2 || x.dims()[1] != w.cols())
-    throw shape_error("kforge::vulkan::gemm_quantized: X must be [M, " + std::to_string(w.cols()) + "], got " + x.dims().str());
-  expect_shape("kforge::vulkan::gemm_quantized", "Y", kforge::shape{x.dims()[0], w.rows()}, y.dims());
-  record_gemm_quantized(s, w, dtype_of<T>(), x.dims()[0], x.ref(), y.ref(), cfg);
-}
-
-/// Y = X · Wᵀ from host views (uploaded, run and downloaded in one call).
-template <class T>
-void gemm_quantized(const quantized_tensor& w, const tensor_view<const T>& x, const tensor_view<T>& y) {
-  auto dx = device_tensor<T>::from_host(w.ctx(), x);
-  device_tensor<T> dy(w.ctx(), y.dims);
-  {
-    stream s(w.ctx());
-    gemm_quantized(s, w, dx, dy);
-    s.run();
-  }
-  dy.download(y);
+/// The prefill path's first pass: B [K, N] row-major of storage dtype dt,
+/// B[k][n] = W[n][k] rounded once to dt (shaders/gemm_quant.hpp,
+/// gemm_quant_dense), into b (K·N elements).
+inline void record_dequantize(stream& s, const quantized_tensor& w, dtype dt, buffer_ref b) {
+  using namespace detail;
+  constexpr std::uint32_t wg = 256;
+  check_wg(s.ctx(), wg, "gemm_quantized");
+  const struct {
+    std::uint32_t m, n, k, nb;
+    float alpha, beta, slope;
+  } pc{1, u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), 1.0f, 0.0f, 0.0f};
+  u32(w.rows() * w.cols(), "elements of the dequantized weights");
+  const std::uint64_t gx = (static_cast<std::uint64_t>(w.rows()) + wg - 1) / wg;
+  if (gx > 65535 || pc.nb > 65535)
+    throw unsupported_error("kforge::vulkan::gemm_quantized: " + std::to_string(w.rows()) + " rows of " + std::to_string(w.cols()) +
+                            " need a larger grid than the device's 65535 workgroups per axis");
+  const auto& p = s.ctx().get_pipeline(make_variant("gemm_quant_dense", shaders::gemm_quant_to_dense(), dt,
+                                                    {{"KF_QF", std::to_string(static_cast<int>(w.format()))},
+                                                     {"KF_QPROBE", "0"},
+                                                     {"KF_QPAIRS", "0"}}),
+                                       {3, sizeof pc, {0}}, {wg});
+  s.dispatch(p, {{w.codes()}, {w.scales()}, {b, true}}, &pc, sizeof pc, {static_cast<std::uint32_t>(gx), pc.nb, 1},
+             "dequantize " + std::string(to_string(w.format())));
 }
 
 }  // namespace kforge::vulkan

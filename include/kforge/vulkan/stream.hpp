@@ -197,6 +197,18 @@ class stream {
     keep_.push_back(std::move(s));
     return keep_.back();
   }
+  /// A device buffer of `bytes` that the commands of this recording share,
+  /// one after another (the barriers above order a write of it after the
+  /// reads before: a pass that needs a large temporary per call, such as the
+  /// quantized gemm's dequantized weights, holds the largest one once per
+  /// recording, not one per call). Grows when a call needs more (the smaller
+  /// one is kept too, for the commands already recorded); dropped by reset().
+  buffer_ref scratch(VkDeviceSize bytes) {
+    if (!scratch_ || scratch_->ref().size < bytes) scratch_ = &keep(ctx_->device_memory().allocate(bytes));
+    buffer_ref r = scratch_->ref();
+    r.size = bytes;
+    return r;
+  }
 
   /// Ends recording (first time) and submits. A recorded stream can be
   /// submitted again after wait(): that is a replay (every part of it).
@@ -294,6 +306,7 @@ class stream {
     labels_.clear();
     timed_count_ = 0;
     keep_.clear();
+    scratch_ = nullptr;
     checks_.clear();
     reads_.clear();
     writes_.clear();
@@ -439,6 +452,7 @@ class stream {
   std::size_t timed_count_ = 0;
   std::vector<label_rec> labels_;
   std::deque<buffer_slice> keep_;  // deque: references handed out stay valid
+  buffer_slice* scratch_ = nullptr;  // the largest scratch() so far, in keep_
   std::vector<std::function<void()>> checks_;
   std::vector<buffer_ref> reads_, writes_;
   std::size_t barriers_ = 0, copies_ = 0, submits_ = 0, flushes_ = 0;

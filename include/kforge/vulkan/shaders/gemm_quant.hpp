@@ -1,8 +1,9 @@
 // kforge/vulkan/shaders/gemm_quant.hpp — Y = X · Wᵀ with W quantized
 // (core/quant.hpp's formats, in vulkan/quant.hpp's device layout): the
 // decode kernel (few rows of X), reading the packed bytes directly — no
-// dequantized copy of W exists anywhere. f32 arithmetic; X and Y in f32, f16
-// or bf16 storage (T).
+// dequantized copy of W — and the prefill path's dequantizing pass
+// (gemm_quant_dense, at the end). f32 arithmetic; X and Y in f32, f16 or
+// bf16 storage (T).
 //
 // Device layout (vulkan/quant.hpp repacks a GGUF row once, at upload): W's
 // rows are cut into units of 32 elements along K (fp8: K padded with zero
@@ -55,12 +56,12 @@
 // (units per row), alpha, beta, slope.
 #pragma once
 
+#include <string>
+
 namespace kforge::vulkan::shaders {
 
-inline constexpr const char* gemm_quant = R"glsl(
-layout(constant_id = 1) const uint NR = 4;
-layout(constant_id = 2) const uint BM = 1;
-layout(constant_id = 3) const uint MAXSG = 4;  // subgroups a workgroup can have (WG / the smallest subgroup size)
+// The codes, the scales and the decoding, shared by both kernels below.
+inline constexpr const char* gemm_quant_decode = R"glsl(
 const uint WG = gl_WorkGroupSize.x;
 #if KF_QF == 1 || KF_QF == 2
 const uint QV = 1u;  // uvec4 per unit: 32 nibbles
@@ -70,37 +71,7 @@ const uint QV = 2u;  // 32 bytes
 
 layout(std430, set = 0, binding = 0) readonly buffer BufQ { uvec4 q_[]; };
 layout(std430, set = 0, binding = 1) readonly buffer BufS { uint s_[]; };
-#if KF_VEC && (KF_F16 || KF_BF16)
-layout(std430, set = 0, binding = 2) readonly buffer BufX { uvec4 x_[]; };  // 8 elements each
-#elif KF_VEC
-layout(std430, set = 0, binding = 2) readonly buffer BufX { vec4 x_[]; };
-#else
-layout(std430, set = 0, binding = 2) readonly buffer BufX { T x_[]; };
-#endif
-layout(std430, set = 0, binding = 3) buffer BufY { T y_[]; };  // read too when beta != 0
-layout(std430, set = 0, binding = 4) readonly buffer BufB { T b_[]; };  // the bias (KF_BIAS)
 layout(push_constant) uniform Push { uint M, N, K, NB; float alpha, beta, slope; } pc;
-
-shared float qg_red[NR * BM * MAXSG];  // [dot product][subgroup]
-
-// X[m, 32u .. 32u + 31] as 8 vec4 (zero past K).
-void load_x(uint m, uint u, inout vec4 xv[8]) {
-#if KF_VEC && (KF_F16 || KF_BF16)
-  [[unroll]] for (uint j = 0; j < 4; ++j) {
-    uvec4 w = x_[(m * pc.K + 32u * u) / 8u + j];
-    xv[2 * j] = vec4(kf_unpack2(w.x), kf_unpack2(w.y));
-    xv[2 * j + 1] = vec4(kf_unpack2(w.z), kf_unpack2(w.w));
-  }
-#elif KF_VEC
-  [[unroll]] for (uint j = 0; j < 8; ++j) xv[j] = x_[(m * pc.K + 32u * u) / 4u + j];
-#else
-  [[unroll]] for (uint j = 0; j < 8; ++j)
-    [[unroll]] for (uint e = 0; e < 4; ++e) {
-      uint k = 32u * u + 4u * j + e;
-      xv[j][e] = k < pc.K ? kf_ld(x_[m * pc.K + k]) : 0.0;
-    }
-#endif
-}
 
 // The four bytes of v as floats b + 2^23.
 vec4 kq_bytes(uint v) {
@@ -182,6 +153,44 @@ float unit_scale(uint n, uint u) {
 #endif
 }
 
+)glsl";
+
+/// The decode kernel (the header comment): gemm_quant_decode + this.
+inline constexpr const char* gemm_quant_rows = R"glsl(
+layout(constant_id = 1) const uint NR = 4;
+layout(constant_id = 2) const uint BM = 1;
+layout(constant_id = 3) const uint MAXSG = 4;  // subgroups a workgroup can have (WG / the smallest subgroup size)
+#if KF_VEC && (KF_F16 || KF_BF16)
+layout(std430, set = 0, binding = 2) readonly buffer BufX { uvec4 x_[]; };  // 8 elements each
+#elif KF_VEC
+layout(std430, set = 0, binding = 2) readonly buffer BufX { vec4 x_[]; };
+#else
+layout(std430, set = 0, binding = 2) readonly buffer BufX { T x_[]; };
+#endif
+layout(std430, set = 0, binding = 3) buffer BufY { T y_[]; };  // read too when beta != 0
+layout(std430, set = 0, binding = 4) readonly buffer BufB { T b_[]; };  // the bias (KF_BIAS)
+
+shared float qg_red[NR * BM * MAXSG];  // [dot product][subgroup]
+
+// X[m, 32u .. 32u + 31] as 8 vec4 (zero past K).
+void load_x(uint m, uint u, inout vec4 xv[8]) {
+#if KF_VEC && (KF_F16 || KF_BF16)
+  [[unroll]] for (uint j = 0; j < 4; ++j) {
+    uvec4 w = x_[(m * pc.K + 32u * u) / 8u + j];
+    xv[2 * j] = vec4(kf_unpack2(w.x), kf_unpack2(w.y));
+    xv[2 * j + 1] = vec4(kf_unpack2(w.z), kf_unpack2(w.w));
+  }
+#elif KF_VEC
+  [[unroll]] for (uint j = 0; j < 8; ++j) xv[j] = x_[(m * pc.K + 32u * u) / 4u + j];
+#else
+  [[unroll]] for (uint j = 0; j < 8; ++j)
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      uint k = 32u * u + 4u * j + e;
+      xv[j][e] = k < pc.K ? kf_ld(x_[m * pc.K + k]) : 0.0;
+    }
+#endif
+}
+
 // Unit u's codes and scales of the NR rows from n0 into qw, sc (rows past N
 // read as row N - 1). A macro: glslang rejects some calls with arrays sized by
 // specialization constants as arguments.
@@ -258,5 +267,41 @@ void main() {
   }
 }
 )glsl";
+
+/// The prefill path's first pass: B [K, N] row-major in T with B[k][n] =
+/// W[n][k] as the format defines it (the code's value times its scale in
+/// f32, as core/quant.hpp's dequantize_row computes it), then rounded once to
+/// T; the f16/bf16 gemm's tensor-core kernels take it from there
+/// (vulkan/quant.hpp, record_gemm_quantized). Invocation x of workgroup
+/// (gx, u) decodes unit u of row gx·WG + x: neighbouring invocations write
+/// neighbouring columns of B (the 32 stores of a unit each contiguous across
+/// the subgroup) and read the same unit of neighbouring rows.
+inline constexpr const char* gemm_quant_dense = R"glsl(
+layout(std430, set = 0, binding = 2) writeonly buffer BufD { T d_[]; };
+
+void main() {
+  const uint n = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x, u = gl_WorkGroupID.y;
+  if (n >= pc.N) return;
+  vec4 w[8];
+  unit_decode(q_[(n * pc.NB + u) * QV], q_[(n * pc.NB + u) * QV + QV - 1u], w);
+#if KF_QF == 3
+  const float post = 256.0, s = uintBitsToFloat(s_[n]);  // E4M3 fields are value·2^-8
+#elif KF_QF == 4
+  const float post = 1.0, s = uintBitsToFloat(s_[n]);
+#else
+  const float post = KQ_POST, s = unit_scale(n, u);
+#endif
+  [[unroll]] for (uint j = 0; j < 8; ++j)
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      const uint k = 32u * u + 4u * j + e;
+      // (value · post) · scale: post is a power of two, so the one rounding is the product's.
+      if (k < pc.K) d_[k * pc.N + n] = kf_st((w[j][e] * post) * s);
+    }
+}
+)glsl";
+
+/// The decode kernel's source and the prefill path's dequantizing pass.
+inline std::string gemm_quant() { return std::string(gemm_quant_decode) + gemm_quant_rows; }
+inline std::string gemm_quant_to_dense() { return std::string(gemm_quant_decode) + gemm_quant_dense; }
 
 }  // namespace kforge::vulkan::shaders
