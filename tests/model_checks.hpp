@@ -140,7 +140,7 @@ inline model::config quantizable() {
 template <class T>
 model::weights<model::host_buffer<T>> weights_of(const model::config& c, std::optional<qformat> weights = {}) {
   auto w = model::random_weights<T>(c);
-  if (weights) model::quantize_weights(w, *weights);
+  if (weights) model::quantize_weights(w, *weights);  // random_weights(c, f) gives the same (check_quantize_weights)
   return w;
 }
 
@@ -189,6 +189,16 @@ inline void check_quantize_weights() {
         CHECK(worst <= step * amax * 1.01f);
       }
     }
+    // Quantized as drawn (random_weights(c, f)): the same bytes and scales, tensor by tensor.
+    const auto drawn = model::random_weights<float>(c, f);
+    for (auto [a, b] : {std::pair{&drawn.layers[1].wk, &L.wk}, {&drawn.layers[0].w_down, &w.layers[0].w_down}, {&drawn.lm_head, &w.lm_head}}) {
+      REQUIRE(a->quantized());
+      const auto n = static_cast<std::size_t>(a->q->rows() * a->q->row_bytes());
+      REQUIRE(b->q->rows() * b->q->row_bytes() == a->q->rows() * a->q->row_bytes());
+      CHECK(std::equal(a->q->data(), a->q->data() + n, b->q->data()));
+      CHECK(a->q->scales() == b->q->scales());
+    }
+    CHECK(drawn.embed.data == dense.embed.data);
     CHECK(!w.embed.quantized());
     CHECK(w.embed.data == dense.embed.data);
     CHECK(!L.attn_norm_w.quantized());
@@ -200,6 +210,7 @@ inline void check_quantize_weights() {
   CHECK_THROWS_AS(model::check_quantizable(bad, qformat::q4_0), model::config_error);
   auto w = model::random_weights<float>(bad);
   CHECK_THROWS_WITH_AS(model::quantize_weights(w, qformat::q8_0), doctest::Contains("down_proj"), model::config_error);
+  CHECK_THROWS_AS(model::random_weights<float>(bad, qformat::q4_0), model::config_error);
 }
 
 /// policy::blocked<> for every op, but op::gated's output is off by 0.05 in

@@ -16,6 +16,7 @@
 // regression or failed verification, 2 on a usage error (bad preset, config,
 // option, or a baseline of another preset, size or dtype), 3 when the policy
 // cannot run here.
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -291,19 +292,29 @@ int compare_reports(const args& a, const thresholds& th) {
 
 /// Refuses a model the host cannot hold before anything is allocated (exit
 /// 3, one line with the bytes and the limit), as run does for an op: the
-/// weights and the KV cache in the run's dtype, the same again in f32 for the
-/// Eigen reference that verifies it, and the largest activations (the
-/// prefill's logits and MLP rows, f32).
+/// weights (quantized ones in their format's bytes, and the largest
+/// projection once dense while it is drawn) and the KV cache in the run's
+/// dtype, the same again in f32 for the Eigen reference that verifies it,
+/// and the largest activations (the prefill's logits and MLP rows, f32).
 void require_transformer_memory(const transformer_request& r) {
   const model::config& c = r.cfg;
   const double es = static_cast<double>(size_of(r.type)), L = static_cast<double>(c.layers);
   const double tokens = static_cast<double>(r.prefill + r.decode), T = static_cast<double>(r.prefill);
-  const double params = L * static_cast<double>(c.block_params()) +
-                        static_cast<double>(c.vocab) * static_cast<double>(c.hidden) * (c.tied_embeddings ? 1 : 2) +
-                        static_cast<double>(c.learned_positions + 1) * static_cast<double>(c.hidden);
+  const double d = static_cast<double>(c.hidden), vocab = static_cast<double>(c.vocab);
+  const double params = L * static_cast<double>(c.block_params()) + vocab * d * (c.tied_embeddings ? 1 : 2) +
+                        static_cast<double>(c.learned_positions + 1) * d;
+  double weight_bytes = params * es;
+  if (r.weights) {
+    // Projections and the LM head in the format's bytes a weight; the largest drawn dense first.
+    const qformat_info in = info_of(*r.weights);
+    const double per = static_cast<double>(in.block_bytes) / static_cast<double>(in.block);
+    const double proj = L * d * static_cast<double>(c.q_dim() + 2 * c.kv_dim() + c.q_dim() + c.up_dim() + c.mlp) + d * vocab;
+    const double largest = d * std::max({vocab, static_cast<double>(c.up_dim()), static_cast<double>(c.q_dim())});
+    weight_bytes = (params - proj) * es + proj * per + largest * es;
+  }
   const double kv = L * 2 * tokens * static_cast<double>(c.kv_dim());
   const double acts = T * static_cast<double>(c.vocab + c.up_dim() + 3 * c.hidden + c.q_dim() + 2 * c.kv_dim()) * 4;
-  const double bytes = (params + kv) * es + (r.verify ? (params + kv) * 4 + acts : 0) + acts;
+  const double bytes = weight_bytes + kv * es + (r.verify ? (params + kv) * 4 + acts : 0) + acts;
   const memory_limit lim = host_memory_limit();
   if (bytes > lim.bytes) {
     char layers[32];

@@ -71,9 +71,7 @@ struct transformer_result {
 /// The run's weights: random from the config's seed, quantized where the request asks.
 template <class T>
 model::weights<model::host_buffer<T>> make_weights(const transformer_request& r) {
-  auto w = model::random_weights<T>(r.cfg);
-  if (r.weights) model::quantize_weights(w, *r.weights);
-  return w;
+  return r.weights ? model::random_weights<T>(r.cfg, *r.weights) : model::random_weights<T>(r.cfg);
 }
 
 /// "dense" or the weights' format, as reports name it.

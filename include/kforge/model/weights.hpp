@@ -23,7 +23,9 @@
 // replaced by its low-precision form (core/quant.hpp) — the buffer keeps its
 // logical dims [in, out] and holds Wᵀ's rows [out, in] quantized along `in`
 // (the gemm's K, as GGUF stores them) instead of its elements; the dense
-// copy is freed as each tensor is converted. The embedding and the norms
+// copy is freed as each tensor is converted; random_weights(c, f) quantizes
+// each one as it is drawn (one dense projection in memory at a time, the
+// same values). The embedding and the norms
 // stay in T. The block passes such a weight to the gemm as a quantized B
 // (block.hpp, quantized_weight).
 #pragma once
@@ -195,9 +197,10 @@ void fill_uniform(std::vector<T>& out, std::uint64_t stream, double mean, double
 }
 }  // namespace detail
 
-/// Random parameters of config c in storage type T (see the file's comment).
-template <class T>
-weights<host_buffer<T>> random_weights(const config& c) {
+namespace detail {
+/// random_weights with `done(b)` called on each projection and the LM head once drawn.
+template <class T, class Done>
+weights<host_buffer<T>> random_weights_impl(const config& c, Done&& done) {
   c.validate();
   using B = host_buffer<T>;
   weights<B> w;
@@ -216,7 +219,9 @@ weights<host_buffer<T>> random_weights(const config& c) {
     const std::string p = "layers." + std::to_string(l) + ".";
     layer_weights<B> L;
     auto proj = [&](const char* n, index_t in, index_t out) {
-      return make(p + n, shape{in, out}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
+      B b = make(p + n, shape{in, out}, 0.0, 1.0 / std::sqrt(static_cast<double>(in)));
+      done(b);
+      return b;
     };
     L.attn_norm_w = make(p + "attn_norm.weight", shape{d}, 1.0, 0.1);
     if (ln) L.attn_norm_b = make(p + "attn_norm.bias", shape{d}, 0.0, 0.05);
@@ -248,7 +253,15 @@ weights<host_buffer<T>> random_weights(const config& c) {
   } else {
     w.lm_head = make("lm_head", shape{d, c.vocab}, 0.0, inv_d);
   }
+  done(w.lm_head);
   return w;
+}
+}  // namespace detail
+
+/// Random parameters of config c in storage type T (see the file's comment).
+template <class T>
+weights<host_buffer<T>> random_weights(const config& c) {
+  return detail::random_weights_impl<T>(c, [](host_buffer<T>&) {});
 }
 
 /// Throws config_error unless every projection's input width (hidden, the
@@ -261,49 +274,77 @@ inline void check_quantizable(const config& c, qformat f) {
                          std::to_string(block) + ", the blocks " + std::string(to_string(f)) + " weights are quantized in along it");
 }
 
+namespace detail {
+/// Throws config_error unless b's input width (dims[0]) fits format f's blocks, naming the tensor.
+template <class T>
+void check_quantizable_buffer(const std::string& name, const host_buffer<T>& b, qformat f) {
+  const qformat_info info = info_of(f);
+  if (b.dims[0] % info.block != 0)
+    throw config_error("kforge::model: " + name + " " + b.dims.str() + ": " + std::string(info.name) + " needs its input width (" +
+                       std::to_string(b.dims[0]) + ") to be a multiple of " + std::to_string(info.block));
+}
+
+/// Replaces the dense [in, out] elements of b by Wᵀ quantized in format f,
+/// 64 output rows at a time on every core, and frees them.
+template <class T>
+void quantize_buffer(host_buffer<T>& b, qformat f) {
+  const qformat_info info = info_of(f);
+  const index_t in = b.dims[0], out = b.dims[1];
+  const auto rb = static_cast<std::size_t>(in / info.block * info.block_bytes);
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(out) * rb);
+  std::vector<float> scales(info.row_scale ? static_cast<std::size_t>(out) : 0);
+  constexpr index_t rows = 64;
+  parallel_chunks(static_cast<std::size_t>((out + rows - 1) / rows), [&](std::size_t c) {
+    const index_t r0 = static_cast<index_t>(c) * rows, nr = std::min(rows, out - r0);
+    std::vector<float> t(static_cast<std::size_t>(nr * in));  // Wᵀ's rows r0 .. r0 + nr
+    for (index_t i = 0; i < in; ++i) {
+      const T* src = b.data.data() + i * out + r0;
+      for (index_t r = 0; r < nr; ++r) t[static_cast<std::size_t>(r * in + i)] = static_cast<float>(src[r]);
+    }
+    const quantized_matrix part = quantize(f, t.data(), nr, in);
+    std::copy(part.data(), part.data() + static_cast<std::size_t>(nr) * rb, bytes.begin() + static_cast<std::ptrdiff_t>(r0) * static_cast<std::ptrdiff_t>(rb));
+    if (info.row_scale) std::copy(part.scales().begin(), part.scales().end(), scales.begin() + r0);
+  });
+  b.q = std::make_shared<const quantized_matrix>(f, out, in, std::move(bytes), std::move(scales));
+  std::vector<T>().swap(b.data);
+}
+
+/// Calls f(name, buffer) for every projection and the LM head: what quantized weights replace.
+template <class W, class F>
+void for_each_projection(W& w, F&& f) {
+  for (std::size_t l = 0; l < w.layers.size(); ++l) {
+    auto& L = w.layers[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    f(p + "q_proj.weight", L.wq), f(p + "k_proj.weight", L.wk), f(p + "v_proj.weight", L.wv);
+    f(p + "o_proj.weight", L.wo), f(p + "up_proj.weight", L.w_up), f(p + "down_proj.weight", L.w_down);
+  }
+  f(std::string("lm_head"), w.lm_head);
+}
+}  // namespace detail
+
 /// Replaces each projection [in, out] and the LM head of w by Wᵀ quantized
 /// in format f (see the file's comment), 64 output rows at a time on every
 /// core; the dense elements are freed tensor by tensor. config_error where
-/// `in` does not fit the format's blocks (a multiple of 32), naming the tensor.
+/// `in` does not fit the format's blocks (a multiple of 32), naming the
+/// tensor, before any tensor changes.
 template <class T>
 void quantize_weights(weights<host_buffer<T>>& w, qformat f) {
-  const qformat_info info = info_of(f);
-  bool checking = true;  // every width checked before any tensor changes
-  auto convert = [&](const std::string& name, host_buffer<T>& b) {
-    if (!b.present() || b.quantized()) return;
-    const index_t in = b.dims[0], out = b.dims[1];
-    if (in % info.block != 0)
-      throw config_error("kforge::model: " + name + " " + b.dims.str() + ": " + std::string(info.name) + " needs its input width (" +
-                         std::to_string(in) + ") to be a multiple of " + std::to_string(info.block));
-    if (checking) return;
-    const auto rb = static_cast<std::size_t>(in / info.block * info.block_bytes);
-    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(out) * rb);
-    std::vector<float> scales(info.row_scale ? static_cast<std::size_t>(out) : 0);
-    constexpr index_t rows = 64;
-    detail::parallel_chunks(static_cast<std::size_t>((out + rows - 1) / rows), [&](std::size_t c) {
-      const index_t r0 = static_cast<index_t>(c) * rows, nr = std::min(rows, out - r0);
-      std::vector<float> t(static_cast<std::size_t>(nr * in));  // Wᵀ's rows r0 .. r0 + nr
-      for (index_t i = 0; i < in; ++i) {
-        const T* src = b.data.data() + i * out + r0;
-        for (index_t r = 0; r < nr; ++r) t[static_cast<std::size_t>(r * in + i)] = static_cast<float>(src[r]);
-      }
-      const quantized_matrix part = quantize(f, t.data(), nr, in);
-      std::copy(part.data(), part.data() + static_cast<std::size_t>(nr) * rb, bytes.begin() + static_cast<std::ptrdiff_t>(r0) * static_cast<std::ptrdiff_t>(rb));
-      if (info.row_scale) std::copy(part.scales().begin(), part.scales().end(), scales.begin() + r0);
-    });
-    b.q = std::make_shared<const quantized_matrix>(f, out, in, std::move(bytes), std::move(scales));
-    std::vector<T>().swap(b.data);
-  };
-  for (; ; checking = false) {
-    for (std::size_t l = 0; l < w.layers.size(); ++l) {
-      auto& L = w.layers[l];
-      const std::string p = "layers." + std::to_string(l) + ".";
-      convert(p + "q_proj.weight", L.wq), convert(p + "k_proj.weight", L.wk), convert(p + "v_proj.weight", L.wv);
-      convert(p + "o_proj.weight", L.wo), convert(p + "up_proj.weight", L.w_up), convert(p + "down_proj.weight", L.w_down);
-    }
-    convert("lm_head", w.lm_head);
-    if (!checking) return;
-  }
+  detail::for_each_projection(w, [&](const std::string& name, host_buffer<T>& b) {
+    if (b.present() && !b.quantized()) detail::check_quantizable_buffer(name, b, f);
+  });
+  detail::for_each_projection(w, [&](const std::string&, host_buffer<T>& b) {
+    if (b.present() && !b.quantized()) detail::quantize_buffer(b, f);
+  });
+}
+
+/// random_weights(c) with every projection and the LM head quantized in
+/// format f as it is drawn: the same values as quantize_weights(random_weights(c), f),
+/// with one dense projection (the LM head where it is the largest) in memory at
+/// a time instead of the whole dense model. config_error (check_quantizable) first.
+template <class T>
+weights<host_buffer<T>> random_weights(const config& c, qformat f) {
+  check_quantizable(c, f);
+  return detail::random_weights_impl<T>(c, [f](host_buffer<T>& b) { detail::quantize_buffer(b, f); });
 }
 
 }  // namespace kforge::model
