@@ -118,3 +118,18 @@ TEST_CASE("op::gemm with a quantized B refuses operands that do not fit") {
   for (float v : row) want += v;
   CHECK(c[3] == doctest::Approx(want).epsilon(1e-5));
 }
+
+TEST_CASE("op::embedding from a quantized table: each row as its format defines it, on policy::eigen, blocked and threaded") {
+  for (qformat f : all_qformats) {
+    const index_t d = info_of(f).block == 32 ? 96 : 45;  // fp8: rows of any length
+    quant_test::check_embedding<float>(quant_test::run_embedding<policy::eigen>{}, f, 9, d, "eigen");
+    quant_test::check_embedding<float>(quant_test::run_embedding<policy::threaded<>>{}, f, 9, d, "threaded");
+    quant_test::check_embedding<half>(quant_test::run_embedding<policy::blocked<>>{}, f, 5, 64, "blocked");
+    quant_test::check_embedding<bfloat16>(quant_test::run_embedding<policy::threaded<>>{}, f, 5, 64, "threaded");
+  }
+  std::vector<std::int32_t> ids{0};
+  std::vector<float> out(32);
+  CHECK_THROWS_AS(run<policy::threaded<>>(op::embedding<float>{}, quantized_matrix{}, tensor_view<const std::int32_t>(ids.data(), {1}),
+                                          tensor_view<float>(out.data(), {1, 32})),
+                  argument_error);  // no table
+}

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,50 @@ struct run_policy {
                   tensor_view<T> c) const {
     if constexpr (Op::epilogue_type::has_bias) kforge::run<P>(op, a, q, bias, c);
     else kforge::run<P>(op, a, q, c);
+  }
+};
+
+/// op::embedding<T> from a quantized table [v, d] in format f: `run(op,
+/// table, ids, out)` makes the call (host views: ids [2, 3] with one repeat
+/// and both ends of the table). Each output row must be the table's row
+/// dequantized and rounded once to T, bit for bit.
+template <class T, class Run>
+void check_embedding(const Run& run, qformat f, index_t v, index_t d, const std::string& what) {
+  CAPTURE(what);
+  CAPTURE(to_string(f));
+  CAPTURE(to_string(dtype_of<T>()));
+  const quantized_matrix q = weights(f, v, d, static_cast<unsigned>(v * 7 + d));
+  const std::vector<std::int32_t> ids{static_cast<std::int32_t>(v - 1), 0, 2, 2, 1, static_cast<std::int32_t>(v / 2)};
+  std::vector<T> out(static_cast<std::size_t>(6 * d), static_cast<T>(-1.0f));
+  run(op::embedding<T>{}, q, tensor_view<const std::int32_t>(ids.data(), {2, 3}), tensor_view<T>(out.data(), {2, 3, d}));
+  std::vector<float> row(static_cast<std::size_t>(d));
+  int wrong = 0;
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    q.dequantize_row(ids[i], row.data());
+    for (index_t j = 0; j < d; ++j) {
+      const T want = static_cast<T>(row[static_cast<std::size_t>(j)]), got = out[i * static_cast<std::size_t>(d) + static_cast<std::size_t>(j)];
+      if (std::memcmp(&want, &got, sizeof(T)) != 0 && wrong++ < 3)
+        FAIL_CHECK("out[" << i << "," << j << "] = " << static_cast<float>(got) << ", row " << ids[i] << " defines "
+                          << static_cast<float>(want));
+    }
+  }
+  CHECK(wrong == 0);
+  // An id out of range: argument_error naming it; a wrong output shape: shape_error.
+  const std::vector<std::int32_t> bad{0, static_cast<std::int32_t>(v)};
+  std::vector<T> two(static_cast<std::size_t>(2 * d));
+  const std::string named = "id " + std::to_string(v) + " at position 1";
+  CHECK_THROWS_WITH_AS(run(op::embedding<T>{}, q, tensor_view<const std::int32_t>(bad.data(), {2}), tensor_view<T>(two.data(), {2, d})),
+                       doctest::Contains(named.c_str()), argument_error);
+  CHECK_THROWS_AS(run(op::embedding<T>{}, q, tensor_view<const std::int32_t>(bad.data(), {1}), tensor_view<T>(two.data(), {1, d + 1})),
+                  shape_error);
+}
+
+/// kforge::run<P>(op, table, ids, out) for check_embedding.
+template <class P>
+struct run_embedding {
+  template <class T>
+  void operator()(const op::embedding<T>& op, const quantized_matrix& q, tensor_view<const std::int32_t> ids, tensor_view<T> out) const {
+    kforge::run<P>(op, q, ids, out);
   }
 };
 

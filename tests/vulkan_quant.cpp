@@ -281,6 +281,46 @@ TEST_CASE("vulkan quantized gemm, prefill path: one scratch shared by the calls 
   KFT_NO_VALIDATION_MESSAGES();
 }
 
+TEST_CASE("op::embedding from a quantized table on policy::vulkan: host views and device tensors, bad ids reported") {
+  KFT_NEED_DEVICE();
+  const quant_test::run_embedding<policy::vulkan<>> host;
+  // Device tensors: the table uploaded once as a quantized_tensor.
+  auto device = [&]<class T>(const op::embedding<T>& op, const quantized_matrix& q, tensor_view<const std::int32_t> ids,
+                             tensor_view<T> out) {
+    kforge::detail::check_host_ids(ids, q.rows());  // what the host-view entry checks first (the device reports it too: below)
+    const vulkan::quantized_tensor t(*ctx, q);
+    auto di = vulkan::device_tensor<std::int32_t>::from_host(*ctx, ids);
+    vulkan::device_tensor<T> dout(*ctx, out.dims);
+    run<policy::vulkan<>>(op, t, di, dout);
+    dout.download(out);
+  };
+  for (qformat f : all_qformats) {
+    const index_t d = info_of(f).block == 32 ? 96 : 45;
+    quant_test::check_embedding<float>(host, f, 9, d, "vulkan host");
+    quant_test::check_embedding<float>(device, f, 9, d, "vulkan device");
+    if (ctx->info().storage_16bit) {
+      quant_test::check_embedding<half>(device, f, 5, 64, "vulkan device");
+      quant_test::check_embedding<bfloat16>(host, f, 5, 64, "vulkan host");
+    }
+  }
+  // An id out of range in a device tensor: found on the device, argument_error after the run, its row zeros.
+  const quantized_matrix q = quant_test::weights(qformat::q4_0, 6, 64, 3);
+  const vulkan::quantized_tensor t(*ctx, q);
+  const std::vector<std::int32_t> ids{1, -3, 6, 2};
+  auto di = vulkan::device_tensor<std::int32_t>::from_host(*ctx, tensor_view<const std::int32_t>(ids.data(), {4}));
+  vulkan::device_tensor<float> out(*ctx, {4, 64});
+  CHECK_THROWS_WITH_AS(run<policy::vulkan<>>(op::embedding<float>{}, t, di, out), doctest::Contains("id -3 at position 1"),
+                       argument_error);
+  const std::vector<float> got = out.to_vector();
+  CHECK(std::all_of(got.begin() + 64, got.begin() + 192, [](float x) { return x == 0.0f; }));
+  std::vector<float> row(64);
+  q.dequantize_row(2, row.data());
+  CHECK(std::equal(row.begin(), row.end(), got.begin() + 192));
+  vulkan::device_tensor<float> wrong(*ctx, {4, 63});
+  CHECK_THROWS_AS(run<policy::vulkan<>>(op::embedding<float>{}, t, di, wrong), shape_error);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
 TEST_CASE("vulkan quantized weights refuse non-finite codes, shapes that do not fit and bad knobs") {
   KFT_NEED_DEVICE();
   {  // core refuses the weights before any upload (tests/core_quant.cpp has the rule)

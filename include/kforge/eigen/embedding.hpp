@@ -19,5 +19,13 @@ struct impl<policy::eigen, op::embedding<T>> : embedding_entry<impl<policy::eige
     });
     eigen::scatter(out, g.out);
   }
+  /// The meaning of a quantized table: each named row dequantized as its format defines it.
+  static void compute_quantized(const op::embedding<T>&, const embedding_qargs<T>& g) {
+    Eigen::ArrayXf out(g.n * g.d);
+    eigen::for_each_offset(g.ids.dims, g.ids.strides, [&](index_t i, index_t off) {
+      g.table->dequantize_row(static_cast<index_t>(g.ids.data[off]), out.data() + i * g.d);
+    });
+    eigen::scatter(out, g.out);
+  }
 };
 }  // namespace kforge::detail

@@ -17,6 +17,11 @@
 // submission throws the same argument_error — from run() on device tensors
 // right after the call, and from stream::wait() for a call recorded into a
 // stream with vulkan::record.
+//
+// A quantized table (core/quant.hpp's quantized_matrix, V rows of D, or a
+// vulkan::quantized_tensor): out[i, :] = T(dequantize_row(table, ids[i])),
+// each value as the format defines it, rounded once to T — what a GGUF
+// model's token_embd.weight in q8_0/q4_0 gives; the same id checks.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +30,7 @@
 #include <tuple>
 
 #include "kforge/core/dispatch.hpp"
+#include "kforge/core/quant.hpp"
 #include "kforge/ops/tolerance.hpp"
 
 namespace kforge {
@@ -68,7 +74,36 @@ inline std::string embedding_bad_id(std::int64_t id, index_t position, const sha
          std::to_string(v) + "))";
 }
 
+/// Checked operands of an embedding call whose table is a quantized matrix
+/// (core/quant.hpp: V rows of D, each quantized along D as a GGUF
+/// token_embd.weight is): out[i, :] = T(dequantize_row(table, ids[i])).
+template <class T>
+struct embedding_qargs {
+  const quantized_matrix* table = nullptr;
+  tensor_view<const std::int32_t> ids;
+  tensor_view<T> out;
+  index_t v = 0, d = 0, n = 0;
+};
+
 namespace detail {
+/// Shape checks shared by the dense and the quantized table: ids' rank, out = ids.dims + [D].
+inline void check_embedding_shapes(const shape& ids, index_t d, const shape& out) {
+  if (ids.rank() >= max_rank)
+    throw shape_error("kforge::embedding: ids have shape " + ids.str() + ", rank at most " + std::to_string(max_rank - 1) +
+                      " (out adds D)");
+  shape want = ids;
+  want.push_back(d);
+  expect_shape("embedding", "out", want, out);
+}
+/// Host ids are checked before anything runs; device tensors' (data == nullptr) on the device.
+inline void check_host_ids(const tensor_view<const std::int32_t>& ids, index_t v) {
+  if (!ids.data) return;
+  for (index_t i = 0, n = ids.numel(); i < n; ++i) {
+    const std::int32_t id = ids.data[element_offset(ids, i)];
+    if (id < 0 || id >= v) throw argument_error(embedding_bad_id(id, i, ids.dims, v));
+  }
+}
+
 template <class Derived, class Op>
 struct embedding_entry;
 template <class Derived, class T>
@@ -78,20 +113,18 @@ struct embedding_entry<Derived, op::embedding<T>> {
                   tensor_view<T> out) {
     if (table.rank() != 2)
       throw shape_error("kforge::embedding: table has shape " + table.dims.str() + ", expected [V, D]");
-    if (ids.rank() >= max_rank)
-      throw shape_error("kforge::embedding: ids have shape " + ids.dims.str() + ", rank at most " +
-                        std::to_string(max_rank - 1) + " (out adds D)");
-    shape want = ids.dims;
-    want.push_back(table.size(1));
-    expect_shape("embedding", "out", want, out.dims);
+    check_embedding_shapes(ids.dims, table.size(1), out.dims);
     const index_t v = table.size(0), n = ids.numel();
-    // Host ids are checked before anything runs; device tensors' (data == nullptr) on the device.
-    if (ids.data)
-      for (index_t i = 0; i < n; ++i) {
-        const std::int32_t id = ids.data[element_offset(ids, i)];
-        if (id < 0 || id >= v) throw argument_error(embedding_bad_id(id, i, ids.dims, v));
-      }
+    check_host_ids(ids, v);
     Derived::compute(op, embedding_args<T>{table, ids, out, v, table.size(1), n});
+  }
+  /// A quantized table: Derived::compute_quantized(op, embedding_qargs).
+  static void run(const op::embedding<T>& op, const quantized_matrix& table, tensor_view<const std::int32_t> ids,
+                  tensor_view<T> out) {
+    if (table.rows() == 0) throw argument_error("kforge::embedding: the quantized table is empty (a default-constructed quantized_matrix)");
+    check_embedding_shapes(ids.dims, table.cols(), out.dims);
+    check_host_ids(ids, table.rows());
+    Derived::compute_quantized(op, embedding_qargs<T>{&table, ids, out, table.rows(), table.cols(), ids.numel()});
   }
 };
 }  // namespace detail

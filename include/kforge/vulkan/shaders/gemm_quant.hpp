@@ -153,6 +153,21 @@ float unit_scale(uint n, uint u) {
 #endif
 }
 
+// Unit u of row n as its 32 values (the dequantizing pass, the embedding):
+// (field · post) · scale — post a power of two (mxfp4 2^14, E4M3 2^8), so
+// the one rounding is the product with the scale, as core's dequantize_row has it.
+void unit_values(uint n, uint u, out vec4 w[8]) {
+  unit_decode(q_[(n * pc.NB + u) * QV], q_[(n * pc.NB + u) * QV + QV - 1u], w);
+#if KF_QF == 3
+  const float post = 256.0, s = uintBitsToFloat(s_[n]);  // E4M3 fields are value·2^-8
+#elif KF_QF == 4
+  const float post = 1.0, s = uintBitsToFloat(s_[n]);
+#else
+  const float post = KQ_POST, s = unit_scale(n, u);
+#endif
+  [[unroll]] for (uint j = 0; j < 8; ++j) w[j] = (w[j] * post) * s;
+}
+
 )glsl";
 
 /// The decode kernel (the header comment): gemm_quant_decode + this.
@@ -283,19 +298,37 @@ void main() {
   const uint n = gl_WorkGroupID.x * WG + gl_LocalInvocationID.x, u = gl_WorkGroupID.y;
   if (n >= pc.N) return;
   vec4 w[8];
-  unit_decode(q_[(n * pc.NB + u) * QV], q_[(n * pc.NB + u) * QV + QV - 1u], w);
-#if KF_QF == 3
-  const float post = 256.0, s = uintBitsToFloat(s_[n]);  // E4M3 fields are value·2^-8
-#elif KF_QF == 4
-  const float post = 1.0, s = uintBitsToFloat(s_[n]);
-#else
-  const float post = KQ_POST, s = unit_scale(n, u);
-#endif
+  unit_values(n, u, w);
   [[unroll]] for (uint j = 0; j < 8; ++j)
     [[unroll]] for (uint e = 0; e < 4; ++e) {
       const uint k = 32u * u + 4u * j + e;
-      // (value · post) · scale: post is a power of two, so the one rounding is the product's.
-      if (k < pc.K) d_[k * pc.N + n] = kf_st((w[j][e] * post) * s);
+      if (k < pc.K) d_[k * pc.N + n] = kf_st(w[j][e]);
+    }
+}
+)glsl";
+
+/// op::embedding from a quantized table (vulkan/embedding.hpp): out[i, :] =
+/// the row ids[i] of W dequantized (the value times its scale in f32, as the
+/// dequantizing pass above), rounded once to T; an id outside [0, V) writes
+/// zeros (embedding's rule: the host reports it). Invocation g = i·NB + u of
+/// a 2-D grid decodes unit u of position i. Push: M = positions, N = V, K = D.
+inline constexpr const char* gemm_quant_embedding = R"glsl(
+layout(std430, set = 0, binding = 2) readonly buffer BufIds { int ids_[]; };
+layout(std430, set = 0, binding = 3) writeonly buffer BufOut { T out_[]; };
+
+void main() {
+  const uint g = kf_group_id() * WG + gl_LocalInvocationID.x;
+  if (g >= pc.M * pc.NB) return;
+  const uint i = g / pc.NB, u = g - i * pc.NB;
+  const int id = ids_[i];
+  const bool ok = id >= 0 && uint(id) < pc.N;
+  const uint n = ok ? uint(id) : 0u;
+  vec4 w[8];
+  unit_values(n, u, w);
+  [[unroll]] for (uint j = 0; j < 8; ++j)
+    [[unroll]] for (uint e = 0; e < 4; ++e) {
+      const uint k = 32u * u + 4u * j + e;
+      if (k < pc.K) out_[i * pc.K + k] = kf_st(ok ? w[j][e] : 0.0);
     }
 }
 )glsl";
@@ -303,5 +336,6 @@ void main() {
 /// The decode kernel's source and the prefill path's dequantizing pass.
 inline std::string gemm_quant() { return std::string(gemm_quant_decode) + gemm_quant_rows; }
 inline std::string gemm_quant_to_dense() { return std::string(gemm_quant_decode) + gemm_quant_dense; }
+inline std::string quant_embedding() { return std::string(gemm_quant_decode) + gemm_quant_embedding; }
 
 }  // namespace kforge::vulkan::shaders
