@@ -107,6 +107,14 @@ void gemm_quantized_compute(const op::gemm<T, E, A>& op, const gemm_qargs<T>& g)
     for (index_t i = 0; i < g.m; ++i) load_row(g.a.data + i * g.a.stride(0), g.a.stride(1), g.k, xs + i * g.k);
     x = xs;
   }
+  if constexpr (std::is_same_v<T, float>) {
+    // No epilogue and f32 rows of C: the tiles write C itself.
+    const bool plain = ep.alpha == 1.0f && ep.beta == 0.0f && !ep.bias && ep.act == fn::identity;
+    if (plain && g.c.stride(1) == 1 && g.c.stride(0) >= g.n) {
+      quant_detail::gemm_tiles(*g.w, x, g.m, ldx, g.c.data, g.c.stride(0), C::threads());
+      return;
+    }
+  }
   float* y = scratch<tag_quant_y>(static_cast<std::size_t>(g.m * g.n));
   quant_detail::gemm_tiles(*g.w, x, g.m, ldx, y, g.n, C::threads());
   for (index_t i = 0; i < g.m; ++i) {
