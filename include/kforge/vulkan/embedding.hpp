@@ -60,10 +60,7 @@ inline void record_embedding_quantized(stream& s, dtype dt, const quantized_tens
   table.check_not_empty();
   if (&s.ctx() != &table.ctx()) throw argument_error("kforge::vulkan::embedding: the table lives in another context");
   check_wg(s.ctx(), wg, "embedding");
-  const struct {
-    std::uint32_t m, n, k, nb;
-    float alpha, beta, slope;
-  } pc{u32(n, "ids"), u32(table.rows(), "V"), u32(table.cols(), "D"), u32(table.units(), "units"), 1.0f, 0.0f, 0.0f};
+  const quant_push pc{u32(n, "ids"), u32(table.rows(), "V"), u32(table.cols(), "D"), u32(table.units(), "units"), 1.0f, 0.0f, 0.0f};
   u32(n * table.cols(), "elements of out");
   const std::uint64_t work = static_cast<std::uint64_t>(pc.m) * pc.nb;
   u32(static_cast<index_t>(work), "units of out");

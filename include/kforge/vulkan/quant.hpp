@@ -63,7 +63,8 @@ class quantized_tensor {
         if (!per_unit_scale) {
           std::memcpy(d, src, static_cast<std::size_t>(k_));
           const float f = w.scale(r);
-          max_abs_ = std::max(max_abs_, std::fabs(f) * (format_ == qformat::fp8_e4m3 ? 448.0f : 57344.0f));
+          const auto& mf = format_ == qformat::fp8_e4m3 ? kforge::quant_detail::e4m3 : kforge::quant_detail::e5m2;
+          max_abs_ = std::max(max_abs_, std::fabs(f) * mf.decode(mf.max_code()));
           std::memcpy(sc.data() + 4 * static_cast<std::size_t>(r), &f, 4);
           continue;
         }
@@ -162,6 +163,12 @@ struct quant_epilogue {
 };
 
 namespace detail {
+/// The push constants of shaders/gemm_quant.hpp's kernels (Push: M, N, K, NB, alpha, beta, slope).
+struct quant_push {
+  std::uint32_t m, n, k, nb;
+  float alpha, beta, slope;
+};
+
 /// What every quantized gemm call checks first: weights, their context, M, the activation.
 inline void check_quantized_call(const stream& s, const quantized_tensor& w, index_t m, const quant_epilogue& ep) {
   w.check_not_empty();
@@ -196,10 +203,7 @@ inline void record_gemm_quantized_rows(stream& s, const quantized_tensor& w, dty
                             std::to_string(ctx.info().max_shared_memory) + " bytes of shared memory");
   u32(m * w.cols(), "elements of X");
   u32(m * w.rows(), "elements of Y");
-  const struct {
-    std::uint32_t m, n, k, nb;
-    float alpha, beta, slope;
-  } pc{u32(m, "M"), u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), ep.alpha, ep.beta, ep.slope};
+  const quant_push pc{u32(m, "M"), u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), ep.alpha, ep.beta, ep.slope};
   const bool vec = w.cols() % 32 == 0;
   auto groups = grid((static_cast<std::uint64_t>(w.rows()) + c.rows - 1) / c.rows);
   groups[2] = static_cast<std::uint32_t>((m + c.bm - 1) / c.bm);
@@ -223,10 +227,7 @@ inline void record_dequantize(stream& s, const quantized_tensor& w, dtype dt, bu
   using namespace detail;
   constexpr std::uint32_t wg = 256;
   check_wg(s.ctx(), wg, "gemm_quantized");
-  const struct {
-    std::uint32_t m, n, k, nb;
-    float alpha, beta, slope;
-  } pc{1, u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), 1.0f, 0.0f, 0.0f};
+  const quant_push pc{1, u32(w.rows(), "N"), u32(w.cols(), "K"), u32(w.units(), "units"), 1.0f, 0.0f, 0.0f};
   u32(w.rows() * w.cols(), "elements of the dequantized weights");
   const std::uint64_t gx = (static_cast<std::uint64_t>(w.rows()) + wg - 1) / wg;
   if (gx > 65535 || pc.nb > 65535)

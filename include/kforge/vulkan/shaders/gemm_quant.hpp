@@ -333,9 +333,18 @@ void main() {
 }
 )glsl";
 
-/// The decode kernel's source and the prefill path's dequantizing pass.
-inline std::string gemm_quant() { return std::string(gemm_quant_decode) + gemm_quant_rows; }
-inline std::string gemm_quant_to_dense() { return std::string(gemm_quant_decode) + gemm_quant_dense; }
-inline std::string quant_embedding() { return std::string(gemm_quant_decode) + gemm_quant_embedding; }
+/// The three kernels' sources, built once (each recorded dispatch names its source).
+inline const std::string& gemm_quant() {
+  static const std::string s = std::string(gemm_quant_decode) + gemm_quant_rows;
+  return s;
+}
+inline const std::string& gemm_quant_to_dense() {
+  static const std::string s = std::string(gemm_quant_decode) + gemm_quant_dense;
+  return s;
+}
+inline const std::string& quant_embedding() {
+  static const std::string s = std::string(gemm_quant_decode) + gemm_quant_embedding;
+  return s;
+}
 
 }  // namespace kforge::vulkan::shaders
