@@ -1,8 +1,7 @@
 // bench/bench_gemm.cpp — sgemm: kforge eigen / blocked / threaded against
 // OpenBLAS cblas_sgemm in the same run, GFLOP/s counters.
 //
-//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench_gemm \
-//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench_gemm --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
 // Cases: square n = 64…4096; skinny M ∈ {1, 8, 32} with N = K = 4096 (LLM
 // decoding); bias+gelu fused in the write-back vs gemm followed by one

@@ -5,8 +5,7 @@
 // and one with non-temporal stores (copy_stream, as the row ops write large
 // outputs; the faster of the two is the reference).
 //
-//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench_ops \
-//       --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
+//   env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE ./build/bench/bench_ops --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 //
 // Shapes: conv2d on ResNet-50 layers at batch 1 and 8; softmax, layer_norm,
 // rms_norm, gelu, add and sum over 4096×4096 f32; attention B=1, H=16,

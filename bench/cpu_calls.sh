@@ -31,7 +31,7 @@
 #                   14336 f32/f16/bf16, the copy of the same bytes
 #   ops.json        bench_ops: softmax, layer_norm, rms_norm 4096² beside copy
 #   table.md        bench/cpu_calls_table.py OUT_DIR (the tables for
-#                   docs/PERFORMANCE.md)
+#                   docs/bench/HISTORY.md)
 set -eu
 build=${1:?usage: cpu_calls.sh BUILD_DIR OUT_DIR [RUNS]}
 out=${2:?usage: cpu_calls.sh BUILD_DIR OUT_DIR [RUNS]}

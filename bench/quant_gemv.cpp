@@ -11,7 +11,7 @@
 // bench/quant_golden.c with -DGGML_NATIVE=ON):
 //
 //   g++ -std=c++20 -O3 -march=native -I include -I /usr/include/eigen3 bench/quant_gemv.cpp -o quant_gemv
-//   g++ -std=c++20 -O3 -march=native -DKFORGE_PEER_GGML -I include -I /usr/include/eigen3 -I ggml/include \
+//   g++ -std=c++20 -O3 -march=native -DKFORGE_PEER_GGML -I include -I /usr/include/eigen3 -I ggml/include
 //       bench/quant_gemv.cpp ggml/build-native/src/libggml*.so -o quant_gemv_ggml
 #include <algorithm>
 #include <chrono>

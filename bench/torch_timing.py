@@ -1,6 +1,6 @@
 # bench/torch_timing.py — how the PyTorch peers time a call: the GPU busy for
 # warm_s seconds first (the H100 idles at 345 MHz and boosts to 1980 MHz only
-# under sustained load: docs/PERFORMANCE.md, "the slow memory corner is the
+# under sustained load: docs/bench/HISTORY.md, "the slow memory corner is the
 # GPU's clock"), then the median of `reps` calls, each between CUDA events.
 import time
 

@@ -190,7 +190,7 @@ void run_case(vulkan::context& ctx, const bench_case& c, bool parts) {
   std::vector<std::pair<double, std::size_t>> ms;  // (call time, call)
   for (std::size_t call = 3; call < 13; ++call) {
     double sum = 0;
-    for (std::size_t d = 0; d < per_call; ++d) sum += t[call * per_call + d].ms;
+    for (std::size_t d = 0; d < per_call; ++d) sum += t[call * per_call + d].ms.value();  // timed: throws if not
     ms.emplace_back(sum, call);
   }
   std::sort(ms.begin(), ms.end());
@@ -199,7 +199,7 @@ void run_case(vulkan::context& ctx, const bench_case& c, bool parts) {
   for (std::size_t d = 0; parts && d < per_call; ++d) {
     const auto& e = t[ms[ms.size() / 2].second * per_call + d];
     char buf[32];
-    std::snprintf(buf, sizeof buf, " %.4f; ", e.ms);
+    std::snprintf(buf, sizeof buf, " %.4f; ", e.ms.value());
     breakdown += e.label + buf;
   }
 

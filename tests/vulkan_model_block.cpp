@@ -87,7 +87,7 @@ TEST_CASE("vulkan model: one submission per step, a GPU time for every op, the h
     CHECK(s.stream().copy_count() == 4);
     CHECK(s.times().size() == mc::expected_stages(c, t).size());
     if (ctx->info().timestamps)
-      for (const auto& tm : s.times()) CHECK(tm.seconds >= 0);
+      for (const auto& tm : s.times()) CHECK((tm.seconds && *tm.seconds >= 0));
     double err = 0, mag = 0;
     for (index_t v = 0; v < c.vocab; ++v) {
       err = std::max(err, std::fabs(double(lv.data[v]) - lh.data[v]));
@@ -133,9 +133,9 @@ TEST_CASE("vulkan model: a step submitted in parts while recorded, whole, or wit
       CHECK(s.submissions() == 1);
       CHECK(s.host().record_s > 0);
       CHECK(s.host().wait_s >= 0);
-      CHECK((ctx->info().timestamps ? s.host().gpu_s > 0 : s.host().gpu_s == -1));
+      CHECK((ctx->info().timestamps ? s.host().gpu_s && *s.host().gpu_s > 0 : !s.host().gpu_s));
       if (nparts) nparts->push_back(s.host().parts);
-      for (const auto& tm : s.times()) CHECK((profile && ctx->info().timestamps ? tm.seconds >= 0 : tm.seconds == -1));
+      for (const auto& tm : s.times()) CHECK((profile && ctx->info().timestamps ? tm.seconds && *tm.seconds >= 0 : !tm.seconds));
     }
     return out;
   };

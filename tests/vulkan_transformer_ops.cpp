@@ -18,7 +18,7 @@ TEST_CASE("vulkan gated: known values and typed errors") {
 TEST_CASE("vulkan gated: the vector paths (one and four vectors per invocation) and the scalar path match Eigen") {
   KFT_NEED_DEVICE();
   using P = policy::vulkan<policy::wg<32>>;  // wg 32: four vectors per invocation from 131072 vectors of output
-  for (const auto [rows, f] : {std::pair<index_t, index_t>{5, 12}, {257, 2052}, {3, 2051}}) {
+  for (const auto& [rows, f] : {std::pair<index_t, index_t>{5, 12}, {257, 2052}, {3, 2051}}) {
     std::vector<float> x(static_cast<std::size_t>(rows * 2 * f)), got(static_cast<std::size_t>(rows * f)), want(got.size());
     for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 2654435761u % 4001u) - 2000) / 400.0f;
     const tensor_view<const float> xv(x.data(), shape{rows, 2 * f});

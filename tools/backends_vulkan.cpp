@@ -80,9 +80,9 @@ resident_timing time_resident(const problem& p, const std::vector<host_tensor>& 
     for (int call = 0; call < n; ++call) {
       double sum = 0;
       for (std::size_t d = 0; d < per_call; ++d) {
-        const double ms = t[static_cast<std::size_t>(call) * per_call + d].ms;
-        if (ms < 0) r.gpu_timestamps = false;
-        sum += ms * 1e-3;
+        const std::optional<double> ms = t[static_cast<std::size_t>(call) * per_call + d].ms;
+        if (!ms) r.gpu_timestamps = false;
+        sum += ms.value_or(0) * 1e-3;
       }
       kernel.push_back(sum);
       cpu.push_back(cpu_per_call);

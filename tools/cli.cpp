@@ -321,14 +321,19 @@ std::string op_help() {
   for (const family_table* f : all_families())
     for (const cli_option& o : f->options()) {
       if (!shown.insert(std::string(o.name)).second) continue;
-      std::string left = "  --" + std::string(o.name) + (o.placeholder.empty() ? "" : " " + std::string(o.placeholder));
+      std::string left = "  --";
+      left += o.name;
+      if (!o.placeholder.empty()) (left += ' ') += o.placeholder;
       left.resize(std::max<std::size_t>(left.size() + 1, 21), ' ');
       s += left + std::string(o.help) + "\n";
     }
   s += "ops and their SHAPE:\n";
   for (const family_table* f : all_families()) {
     std::string names;
-    for (const op_name& n : f->ops()) names += (names.empty() ? "" : "/") + std::string(n.name);
+    for (const op_name& n : f->ops()) {
+      if (!names.empty()) names += '/';
+      names += n.name;
+    }
     s += "  " + names + " " + std::string(f->ops().front().shape_help) + "\n";
   }
   return s;
@@ -414,12 +419,13 @@ timing time_policy(const policy_entry& e, const problem& p, std::vector<host_ten
     e.execute(p, ts);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(process_cpu_seconds() - c0);
-    if (const double d = e.device_seconds(); d >= 0) dev.push_back(d);
+    if (const std::optional<double> d = e.device_seconds()) dev.push_back(*d);
   }
   std::sort(t.begin(), t.end());
   std::sort(dev.begin(), dev.end());
   std::sort(cpu.begin(), cpu.end());
-  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? dev[dev.size() / 2] : -1.0, cpu[cpu.size() / 2]};
+  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? std::optional<double>(dev[dev.size() / 2]) : std::nullopt,
+          cpu[cpu.size() / 2]};
 }
 
 gpu_times time_gpu(const policy_entry& e, const problem& p, const std::vector<host_tensor>& ts, int reps) {

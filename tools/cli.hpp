@@ -122,7 +122,7 @@ std::string known_policies();
 struct timing {
   double median_s = 0, min_s = 0;
   int reps = 0;
-  double device_median_s = -1;  ///< median of the device's own time of each run (GPU timestamps), -1 if none
+  std::optional<double> device_median_s;  ///< median of the device's own time of each run (GPU timestamps); none without
   double cpu_median_s = 0;      ///< median process CPU time of a run (every thread of the process)
 };
 /// Median wall time of `reps` runs after one warm-up, on fresh output buffers;

@@ -36,7 +36,8 @@ roofline_report roofline_for(const problem& p, const std::string& target, bool r
     r.available = true;
     r.intensity = flops(p) / min_bytes(p);
     r.f16_roof = p.type == dtype::f16 && peaks.flops_f16 > 0;
-    const tune::roofline_peaks roof{peaks.device, peaks.bandwidth_Bps, r.f16_roof ? peaks.flops_f16 : peaks.flops};
+    tune::roofline_peaks roof = peaks;  // the roof of the problem's dtype
+    roof.flops = r.f16_roof ? peaks.flops_f16 : peaks.flops;
     r.bound_flops = tune::attainable(roof, r.intensity);
     r.bandwidth = peaks.bandwidth_Bps;
     r.peak = peaks.flops;

@@ -22,6 +22,7 @@
 #include <iostream>
 #include <iterator>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <kforge/core/file.hpp>
@@ -36,6 +37,10 @@
 
 namespace kforge::tool {
 namespace {
+
+/// A time the report holds as -1 where nothing measured it (no GPU
+/// timestamps): no value in the JSON, never a number.
+std::optional<double> measured(double s) { return s < 0 ? std::nullopt : std::optional<double>(s); }
 
 struct thresholds {
   double max_slowdown = 1.25;
@@ -83,7 +88,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   if (res.machine_Bps > 0) w.field("machine_copy_gbps", res.machine_Bps / 1e9).field("machine_copy_method", res.bandwidth_method);
   if (res.prefill_profiled_s > 0) {
     w.field("prefill_record_s", res.prefill_record_s).field("decode_record_s", res.decode_record_s);
-    w.field("prefill_gpu_span_s", res.prefill_gpu_span_s).field("decode_gpu_span_s", res.decode_gpu_span_s);
+    w.field("prefill_gpu_span_s", measured(res.prefill_gpu_span_s)).field("decode_gpu_span_s", measured(res.decode_gpu_span_s));
     w.field("prefill_profiled_s", res.prefill_profiled_s).field("decode_profiled_s", res.decode_profiled_s);
   }
   w.end_object();
@@ -98,7 +103,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   w.key("stages").begin_array();
   for (const stage_timing& t : res.stages) {
     w.begin_object().field("step", t.step).field("stage", std::string(model::to_string(t.s))).field("layer", t.layer);
-    w.field("time_s", t.seconds);
+    w.field("time_s", measured(t.seconds));
     auto it = checked.find(stage_key(t.step, t.s, t.layer));
     if (it != checked.end()) {
       const model::stage_report& s = *it->second;
@@ -367,7 +372,7 @@ int cmd_transformer(const args& a) {
   r.verify = !a.has("no-verify");
   require_transformer_memory(r);
   // GPU clocks ramp up over about a second of sustained work (an H100 left idle sits at 345 MHz and
-  // reaches 1980 MHz ~1 s into the work; docs/PERFORMANCE.md): the Vulkan warm-up lasts that long.
+  // reaches 1980 MHz ~1 s into the work; docs/bench/HISTORY.md): the Vulkan warm-up lasts that long.
   r.warm_s = r.policy == "vulkan" ? 1.5 : 0.0;
   r.warm_s = number_option(a.values, "warmup", {0, 60, false, false}, r.warm_s);
   r.remeasure_bandwidth = a.has("remeasure-roofline");

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,8 @@ struct policy_entry {
   std::function<void(const problem&, std::vector<host_tensor>&)> execute;
   /// Empty when usable; otherwise why not (no device, …).
   std::function<std::string()> unavailable = [] { return std::string(); };
-  /// Optional: time of the last execute() measured by the device itself (s), or < 0.
-  std::function<double()> device_seconds = [] { return -1.0; };
+  /// Optional: time of the last execute() measured by the device itself (s); none without one.
+  std::function<std::optional<double>()> device_seconds = [] { return std::optional<double>(); };
   /// Optional (Vulkan): times p on device-resident copies of ts's inputs over `reps` calls.
   std::function<resident_timing(const problem& p, const std::vector<host_tensor>& ts, int reps)> time_resident;
   /// Optional (Vulkan): the memory a call may take on the device (half of its largest device-local heap).

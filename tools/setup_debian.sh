@@ -4,6 +4,7 @@
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
+  clang                                          # tests: kforge's headers warning-free under Clang too
   libeigen3-dev                                  # reference + CPU interop
   libvulkan-dev mesa-vulkan-drivers vulkan-tools vulkan-validationlayers  # Vulkan + lavapipe
   glslang-dev glslang-tools                      # GLSL -> SPIR-V in process

@@ -108,9 +108,10 @@ void time_session(Session& s, const model::config& c, const transformer_request&
     s.step(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
     const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     double prec = 0, drec = 0, pspan = 0, dspan = 0;
-    if constexpr (profiled) prec = s.host().record_s, pspan = s.host().gpu_s;
+    // Inside the aggregation below, -1 stands for "not timed"; the report writes it as no value.
+    if constexpr (profiled) prec = s.host().record_s, pspan = s.host().gpu_s.value_or(-1);
     std::vector<double> pt, dt;
-    for (const auto& tm : s.times()) pt.push_back(tm.seconds);
+    for (const auto& tm : s.times()) pt.push_back(tm.seconds.value_or(-1));
     if (stages) pre_calls = s.times();
     double dw = 0, dops = 0, dblock = 0;
     for (index_t d = 0; d < r.decode; ++d) {
@@ -119,11 +120,11 @@ void time_session(Session& s, const model::config& c, const transformer_request&
       dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if constexpr (profiled) {
         drec += s.host().record_s / static_cast<double>(r.decode);
-        dspan = dspan < 0 || s.host().gpu_s < 0 ? -1 : dspan + s.host().gpu_s / static_cast<double>(r.decode);
+        dspan = dspan < 0 || !s.host().gpu_s ? -1 : dspan + *s.host().gpu_s / static_cast<double>(r.decode);
       }
       if (dt.empty()) dt.assign(s.times().size(), 0.0);
       for (std::size_t i = 0; i < s.times().size(); ++i) {
-        const double sec = s.times()[i].seconds;
+        const double sec = s.times()[i].seconds.value_or(-1);
         dt[i] = dt[i] < 0 || sec < 0 ? -1 : dt[i] + sec / static_cast<double>(r.decode);
         if (sec < 0) continue;  // not timed (a recording past the stream's timestamps)
         dops += sec / static_cast<double>(r.decode);

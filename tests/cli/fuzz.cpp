@@ -41,6 +41,11 @@ extern char** environ;
 namespace {
 
 struct invocation {
+  // A constructor rather than an aggregate: most cases give no `names`,
+  // which -Wmissing-field-initializers reports for aggregates.
+  invocation(std::vector<std::string> args_, std::vector<std::pair<std::string, std::string>> env_ = {}, int expect_ = -1,
+             std::string what_ = {}, std::string names_ = {})
+      : args(std::move(args_)), env(std::move(env_)), expect(expect_), what(std::move(what_)), names(std::move(names_)) {}
   std::vector<std::string> args;
   std::vector<std::pair<std::string, std::string>> env;
   int expect = -1;  ///< the exact exit code, or -1 for any of 1, 2, 3

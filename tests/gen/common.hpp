@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace kgt {
@@ -78,6 +79,10 @@ inline std::string no_vulkan_reason() {
 
 /// One scripted answer of the test server.
 struct scripted {
+  // A constructor rather than an aggregate: the scripts give the leading
+  // fields only, which -Wmissing-field-initializers reports for aggregates.
+  scripted(int status_ = 200, std::string body_ = {}, double delay_s_ = 0, std::string retry_after_ = {}, bool echo_auth_ = false)
+      : status(status_), body(std::move(body_)), delay_s(delay_s_), retry_after(std::move(retry_after_)), echo_auth(echo_auth_) {}
   int status = 200;
   std::string body;
   double delay_s = 0;

@@ -60,7 +60,7 @@ struct number_range {
   }
 };
 
-/// The ranges the tool and the library share (README "Input limits").
+/// The ranges the tool and the library share (docs/TOOL.md, "What the tool refuses").
 namespace number_ranges {
 inline constexpr number_range positive{0, std::numeric_limits<double>::infinity(), true, false};   ///< eps, budgets
 inline constexpr number_range non_negative{0, std::numeric_limits<double>::infinity(), false, false};

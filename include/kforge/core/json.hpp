@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -47,6 +48,13 @@ class json_writer {
     return *this;
   }
   json_writer& value(float d) { return value(static_cast<double>(d)); }
+  /// A measurement that may be missing: null when it is.
+  json_writer& value(const std::optional<double>& d) {
+    if (d) return value(*d);
+    comma();
+    out_ += "null";
+    return *this;
+  }
   template <class I>
     requires std::is_integral_v<I>
   json_writer& value(I i) {

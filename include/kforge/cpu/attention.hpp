@@ -194,10 +194,10 @@ struct tag_attn_dec_part {};
 template <class S>
 KFORGE_CPU_INLINE float lane_sum(typename S::reg v) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<typename S::reg, __m512>) return _mm512_reduce_add_ps(v);
+  if constexpr (S::width == 16) return x512::reduce_add_ps(v);  // (S::reg against __m512: -Wignored-attributes)
 #endif
 #if defined(__AVX__)
-  if constexpr (std::is_same_v<typename S::reg, __m256>) {
+  if constexpr (S::width == 8) {
     __m128 x = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     x = _mm_add_ps(x, _mm_movehl_ps(x, x));
     return _mm_cvtss_f32(_mm_add_ss(x, _mm_shuffle_ps(x, x, 1)));

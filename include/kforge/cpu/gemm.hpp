@@ -54,7 +54,7 @@ void gemm_run(const op::gemm<T, E, A>& op, const gemm_args<T>& g, blocking blk, 
   // was measured: the 8-row block's 16 accumulators fill AVX2's registers).
   // Packing B costs a read and a write of it per call, which 9-32 rows do
   // not repay at K = 4096: M × 4096 × 4096 f32 on a 2-core Zen 4 (2026-11-29,
-  // docs/PERFORMANCE.md) ran 1.25-1.8x faster threaded and 1.2-1.75x on one
+  // docs/bench/HISTORY.md) ran 1.25-1.8x faster threaded and 1.2-1.75x on one
   // thread at M = 12-32, 32 × 11008 × 4096 1.2-1.7x. At shallower K the
   // partial sums' traffic wins over packing: 32 × 3072 × 768 1.3x and
   // 20 × 8192 × 256 1.8x slower, 32 × 1100 × 300 and 24 × 2048 × 512 slower,

@@ -149,7 +149,7 @@ void microkernel(index_t kc, const float* __restrict a, const float* __restrict 
   // left L2 between K steps (C's rows at 768² and up) arrive in time instead
   // of stalling the write-back. On a 2-core Zen 5 (2026-12-02, the same
   // calls alternated in one process): threaded 768²–2048² +3–5 %, one thread
-  // 1024²–2048² +3–9 %, 256²–512² within ±1 % (docs/PERFORMANCE.md).
+  // 1024²–2048² +3–9 %, 256²–512² within ±1 % (docs/bench/HISTORY.md).
   if (prefetch_c && !to_tile) {
 #pragma GCC unroll 64
     for (int i = 0; i < MR; ++i) {
@@ -307,7 +307,7 @@ void finish_tile(float* __restrict tile, int mr, int nr, index_t i0, index_t j0,
 /// threads), else 2·112³ + 1: the caller works alone up to 112³, the pool
 /// from 113³ (128³ included). Measured on the 2-core Zen 5 VM
 /// (bench/cpu_calls.sh, threshold scenario: threaded with the threshold off
-/// beside blocked, back to back; docs/PERFORMANCE.md), whose two cores hand
+/// beside blocked, back to back; docs/bench/HISTORY.md), whose two cores hand
 /// work over in one of two regimes that change from process to process and
 /// hour to hour: in the fast one the pool gains 1.3× at 96³ and 1.5× at
 /// 128³; in the slow one (a job's hand-over costs several µs) it loses 1.8×
@@ -380,7 +380,7 @@ inline index_t l2_cache_bytes() {
 /// measured on one machine (the best count switched between 1024² and 1536²
 /// there), so N just past it changes rule. Against 6 row blocks per thread, in
 /// one process call by call on a 2-core Zen 5 (2026-12-02,
-/// docs/PERFORMANCE.md): 1024² +11 %, 1536²–2048² +6–10 %, 256 × 4096 × 4096
+/// docs/bench/HISTORY.md): 1024² +11 %, 1536²–2048² +6–10 %, 256 × 4096 × 4096
 /// and 512 × 4096 × 4096 +14–17 %, other shapes within ±2 %. Tasks are claimed
 /// dynamically, so a thread that joins late or is descheduled still leaves
 /// work to the others.
@@ -582,7 +582,7 @@ KFORGE_CPU_INLINE void skinny_block(index_t rows, index_t kb, const float* ap, c
 /// among tasks instead (each walking its column strip down all of K) reads
 /// B in strips: with the pool's 8 tasks per thread that was 256 B per row at
 /// N = 768, and decode read B at 16 GB/s where this reads it at 30 (2-core
-/// Zen 5, 35 GB/s single-thread read; docs/PERFORMANCE.md, "transformer").
+/// Zen 5, 35 GB/s single-thread read; docs/bench/HISTORY.md, "transformer").
 /// One and two rows use 4-register columns, more rows 2-register ones (8
 /// rows × 4 registers would spill); bands of 8 rows (16 or 4 measured slower).
 /// Half/bfloat16 B is converted to f32 in registers as it streams (never

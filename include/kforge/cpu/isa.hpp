@@ -17,6 +17,42 @@
 namespace kforge::cpu {
 namespace detail {
 
+#if defined(__AVX512F__)
+/// The AVX-512 intrinsics kforge uses whose GCC 12 definitions pass
+/// _mm512_undefined_*() (a self-initialised variable) as the source of
+/// masked-off lanes: once inlined, GCC 12 reports it as (maybe-)uninitialized
+/// in every caller, and a pragma around the caller does not silence it (GCC
+/// PR 105593, fixed in GCC 13). These are the masked forms with every lane
+/// selected, which compile to the same unmasked instructions and leave
+/// nothing undefined; kforge's headers call them instead, so that a user's
+/// `-Wall -Wextra -Werror` build passes (tests: compile_warnings_*).
+namespace x512 {
+KFORGE_CPU_INLINE __m512 max_ps(__m512 a, __m512 b) { return _mm512_mask_max_ps(a, 0xFFFF, a, b); }
+KFORGE_CPU_INLINE __m512 min_ps(__m512 a, __m512 b) { return _mm512_mask_min_ps(a, 0xFFFF, a, b); }
+KFORGE_CPU_INLINE __m512 scalef_ps(__m512 a, __m512 b) { return _mm512_maskz_scalef_ps(0xFFFF, a, b); }
+template <int Imm>
+KFORGE_CPU_INLINE __m512 roundscale_ps(__m512 a) { return _mm512_maskz_roundscale_ps(0xFFFF, a, Imm); }
+KFORGE_CPU_INLINE __m512 cvtepi32_ps(__m512i a) { return _mm512_maskz_cvtepi32_ps(0xFFFF, a); }
+KFORGE_CPU_INLINE __m512i cvtepi8_epi32(__m128i a) { return _mm512_maskz_cvtepi8_epi32(0xFFFF, a); }
+KFORGE_CPU_INLINE __m512i cvtepu8_epi32(__m128i a) { return _mm512_maskz_cvtepu8_epi32(0xFFFF, a); }
+KFORGE_CPU_INLINE __m512i cvtepu16_epi32(__m256i a) { return _mm512_maskz_cvtepu16_epi32(0xFFFF, a); }
+KFORGE_CPU_INLINE __m512 cvtph_ps(__m256i a) { return _mm512_maskz_cvtph_ps(0xFFFF, a); }
+template <int Imm>
+KFORGE_CPU_INLINE __m256i cvtps_ph(__m512 a) { return _mm512_maskz_cvtps_ph(0xFFFF, a, Imm); }
+KFORGE_CPU_INLINE __m512 permutexvar_ps(__m512i idx, __m512 a) { return _mm512_maskz_permutexvar_ps(0xFFFF, idx, a); }
+template <unsigned Imm>
+KFORGE_CPU_INLINE __m512i slli_epi32(__m512i a) { return _mm512_maskz_slli_epi32(0xFFFF, a, Imm); }
+/// _mm512_reduce_add_ps's tree (halves, then quarters, then pairs) without its undefined sources.
+KFORGE_CPU_INLINE float reduce_add_ps(__m512 v) {
+  const __m512d d = _mm512_castps_pd(v);  // (GCC 12's _mm512_castps512_ps256 is an extract with an undefined source too)
+  const __m256 h = _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 0)) + _mm256_castpd_ps(_mm512_maskz_extractf64x4_pd(0xF, d, 1));
+  const __m128 q = _mm256_extractf128_ps(h, 1) + _mm256_castps256_ps128(h);
+  const __m128 r = q + _mm_movehl_ps(q, q);
+  return r[0] + r[1];
+}
+}  // namespace x512
+#endif
+
 // The registers are GCC/Clang vector types (the intrinsics' __m256/__m512
 // are the same types with an aliasing attribute), so that cpu/vmath.hpp's
 // functions, written once with operators, run on a whole register.
@@ -37,11 +73,11 @@ struct simd_avx512 {
   /// Non-temporal store (p 64-byte aligned): no read-for-ownership of the line.
   static KFORGE_CPU_INLINE void stream(float* p, reg v) { _mm512_stream_ps(p, v); }
   static KFORGE_CPU_INLINE reg load_f16(const void* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    return x512::cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
   }
   static KFORGE_CPU_INLINE reg load_bf16(const void* p) {
-    const __m512i w = _mm512_cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
-    return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16));
+    const __m512i w = x512::cvtepu16_epi32(_mm256_loadu_si256(static_cast<const __m256i*>(p)));
+    return _mm512_castsi512_ps(x512::slli_epi32<16>(w));
   }
   static KFORGE_CPU_INLINE reg set1(float v) { return _mm512_set1_ps(v); }
   static KFORGE_CPU_INLINE reg fmadd(reg a, reg b, reg c) { return _mm512_fmadd_ps(a, b, c); }

@@ -98,7 +98,7 @@ struct fp8_row {
 /// put back as a bit (NaN stays NaN), times the row's scale — the same
 /// products as dequantize_row's table times scale.
 KFORGE_CPU_INLINE __m512 fp8_values16(const std::uint8_t* p, const fp8_row& r) {
-  const __m512i c = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  const __m512i c = detail::x512::cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
   const __m512i idx = _mm512_and_si512(c, _mm512_set1_epi32(0x7f));
   const __m512 a0 = _mm512_permutex2var_ps(r.t[0], idx, r.t[1]);
   const __m512 a1 = _mm512_permutex2var_ps(r.t[2], idx, r.t[3]);
@@ -107,7 +107,7 @@ KFORGE_CPU_INLINE __m512 fp8_values16(const std::uint8_t* p, const fp8_row& r) {
   const __mmask16 b5 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(32));
   const __mmask16 b6 = _mm512_test_epi32_mask(idx, _mm512_set1_epi32(64));
   const __m512 v = _mm512_mask_blend_ps(b6, _mm512_mask_blend_ps(b5, a0, a1), _mm512_mask_blend_ps(b5, a2, a3));
-  const __m512i sign = _mm512_slli_epi32(_mm512_and_si512(c, _mm512_set1_epi32(0x80)), 24);
+  const __m512i sign = detail::x512::slli_epi32<24>(_mm512_and_si512(c, _mm512_set1_epi32(0x80)));
   return _mm512_mul_ps(_mm512_castsi512_ps(_mm512_or_si512(_mm512_castps_si512(v), sign)), r.s);
 }
 
@@ -121,8 +121,8 @@ KFORGE_CPU_INLINE void load_block(const std::uint8_t* p, __m512& lo, __m512& hi,
     const __m512 d = _mm512_set1_ps(kforge::quant_detail::get_f16(p));
     const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 2));
     const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 18));
-    lo = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(a)), d);
-    hi = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(b)), d);
+    lo = _mm512_mul_ps(detail::x512::cvtepi32_ps(detail::x512::cvtepi8_epi32(a)), d);
+    hi = _mm512_mul_ps(detail::x512::cvtepi32_ps(detail::x512::cvtepi8_epi32(b)), d);
   } else {
     // q4_0 and mxfp4: a nibble indexes 16 values, multiplied by the block's
     // scale once (the same float products q·d as dequantize_row) and
@@ -139,8 +139,8 @@ KFORGE_CPU_INLINE void load_block(const std::uint8_t* p, __m512& lo, __m512& hi,
     }
     const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
     const __m128i m = _mm_set1_epi8(0x0f);
-    lo = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(q, m)), table);
-    hi = _mm512_permutexvar_ps(_mm512_cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), table);
+    lo = detail::x512::permutexvar_ps(detail::x512::cvtepu8_epi32(_mm_and_si128(q, m)), table);
+    hi = detail::x512::permutexvar_ps(detail::x512::cvtepu8_epi32(_mm_and_si128(_mm_srli_epi16(q, 4), m)), table);
   }
 }
 
@@ -189,7 +189,7 @@ void rows_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_t
     }
     for (index_t i = 0; i < mt; ++i)
       y[(i0 + i) * ldy + n] =
-          _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3])));
+          detail::x512::reduce_add_ps(_mm512_add_ps(_mm512_add_ps(acc[i][0], acc[i][1]), _mm512_add_ps(acc[i][2], acc[i][3])));
   }
 }
 
@@ -243,8 +243,8 @@ void rows1_avx512(const quantized_matrix& w, const float* x, index_t ldx, index_
       c[0] = _mm512_fmadd_ps(x0, lo, c[0]);
       c[1] = _mm512_fmadd_ps(x1, hi, c[1]);
     }
-    y[i0 * ldy + n] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
-    y[i0 * ldy + n + 1] = _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3])));
+    y[i0 * ldy + n] = detail::x512::reduce_add_ps(_mm512_add_ps(_mm512_add_ps(a[0], a[1]), _mm512_add_ps(a[2], a[3])));
+    y[i0 * ldy + n + 1] = detail::x512::reduce_add_ps(_mm512_add_ps(_mm512_add_ps(c[0], c[1]), _mm512_add_ps(c[2], c[3])));
   }
   if (n < n1) rows_avx512<F>(w, x, ldx, i0, 1, y, ldy, n, n1);
 }

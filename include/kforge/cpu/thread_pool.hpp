@@ -78,7 +78,7 @@ inline int default_num_threads() {
 /// threads wait 2^28 TSC cycles, ~0.1 s, before sleeping; libgomp spins
 /// 300,000 times by default, GOMP_SPINCOUNT). What a futex wake-up
 /// costs instead is measured by bench/cpu_calls.sh (the gap scenario with
-/// KFORGE_POOL_SPIN_US=0 beside the default; docs/PERFORMANCE.md). While
+/// KFORGE_POOL_SPIN_US=0 beside the default; docs/bench/HISTORY.md). While
 /// spinning, a thread yields its core every ~20 µs, so it does not hold a
 /// core that another thread is ready to run on.
 inline std::chrono::microseconds spin_before_sleep() {
@@ -96,7 +96,7 @@ inline std::chrono::microseconds spin_before_sleep() {
 /// development machine, often leaves it there for several calls while the
 /// other core is idle; a call then runs its two threads on one core, at one
 /// thread's speed, and whether a fresh process gets that is luck
-/// (docs/PERFORMANCE.md, "A worker beside its caller"). With 1, whenever a
+/// (docs/bench/HISTORY.md, "A worker beside its caller"). With 1, whenever a
 /// call's thread is on another CPU than at the last placement, the workers'
 /// affinity is set to the calling thread's allowed CPUs minus that one (left
 /// alone when that would leave none). The caller's own affinity is never

@@ -62,7 +62,7 @@ KFORGE_CPU_INLINE V vcopysign(V mag, V sgn) {
 template <class V>
 KFORGE_CPU_INLINE V vclamp(V x, float lo, float hi) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<V, f32x16>) return _mm512_min_ps(_mm512_set1_ps(hi), _mm512_max_ps(_mm512_set1_ps(lo), x));
+  if constexpr (std::is_same_v<V, f32x16>) return x512::min_ps(_mm512_set1_ps(hi), x512::max_ps(_mm512_set1_ps(lo), x));
 #endif
 #if defined(__AVX__)
   if constexpr (std::is_same_v<V, f32x8>) return _mm256_min_ps(_mm256_set1_ps(hi), _mm256_max_ps(_mm256_set1_ps(lo), x));
@@ -117,11 +117,11 @@ KFORGE_CPU_INLINE V vexp_nonpositive(V x) {
   };
 #if defined(__AVX512F__)
   if constexpr (std::is_same_v<V, f32x16>) {
-    const V xc = _mm512_max_ps(_mm512_set1_ps(-104.0f), x);
-    const V n = _mm512_roundscale_ps(xc * 1.44269504088896341f, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    const V xc = x512::max_ps(_mm512_set1_ps(-104.0f), x);
+    const V n = x512::roundscale_ps<_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC>(xc * 1.44269504088896341f);
     V r = xc - n * 0.693359375f;
     r = r - n * -2.12194440e-4f;
-    return _mm512_scalef_ps(poly(r), n);
+    return x512::scalef_ps(poly(r), n);
   }
 #endif
   using I = typename int_lanes<V>::type;
@@ -243,7 +243,7 @@ KFORGE_CPU_INLINE T from_f32(float v) {
 template <class V>
 KFORGE_CPU_INLINE V vmax_no_nan(V a, V b) {
 #if defined(__AVX512F__)
-  if constexpr (std::is_same_v<V, f32x16>) return _mm512_max_ps(a, b);
+  if constexpr (std::is_same_v<V, f32x16>) return x512::max_ps(a, b);
 #endif
 #if defined(__AVX__)
   if constexpr (std::is_same_v<V, f32x8>) return _mm256_max_ps(a, b);
@@ -327,7 +327,7 @@ inline void load_row(const T* __restrict src, std::int64_t stride, std::int64_t 
 #if defined(__AVX512F__)
       if constexpr (std::is_same_v<T, half>)
         for (; i + 16 <= n; i += 16)
-          _mm512_storeu_ps(dst + i, _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
+          _mm512_storeu_ps(dst + i, x512::cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i))));
 #endif
       for (; i < n; ++i) dst[i] = to_f32(src[i]);
     }
@@ -351,7 +351,7 @@ inline void store_row(const float* __restrict src, std::int64_t n, T* __restrict
       if constexpr (std::is_same_v<T, half>)
         for (; i + 16 <= n; i += 16)
           _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i),
-                              _mm512_cvtps_ph(_mm512_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));
+                              x512::cvtps_ph<_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC>(_mm512_loadu_ps(src + i)));
 #endif
       for (; i < n; ++i) dst[i] = from_f32<T>(src[i]);
     }

@@ -24,6 +24,7 @@
 
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -130,8 +131,8 @@ struct generated_candidate {
   std::string name;    ///< "generated:<record file>"
   std::string record;  ///< the record's file name in records_dir()
   executor execute;    ///< runs the kernel on the default Vulkan context (guarded runner)
-  /// GPU timestamp seconds of the last execute()'s dispatch, or -1 without timestamps.
-  std::function<double()> device_seconds;
+  /// GPU timestamp seconds of the last execute()'s dispatch; none without timestamps.
+  std::function<std::optional<double>()> device_seconds;
 };
 
 /// A candidate running a contract kernel (`glsl`, dispatched as `label`)
@@ -147,9 +148,9 @@ inline generated_candidate contract_candidate(std::string name, std::string reco
     if (!*runner) *runner = std::make_unique<kernel_runner>(vulkan::default_context(), q, label, glsl);
     (*runner)->run(q, ts);
   };
-  c.device_seconds = [runner] {
-    const double ms = *runner ? (*runner)->last_device_ms() : -1.0;
-    return ms >= 0 ? ms * 1e-3 : -1.0;
+  c.device_seconds = [runner]() -> std::optional<double> {
+    const std::optional<double> ms = *runner ? (*runner)->last_device_ms() : std::nullopt;
+    return ms ? std::optional<double>(*ms * 1e-3) : std::nullopt;
   };
   return c;
 }

@@ -269,7 +269,10 @@ class spv_module {
   }
   std::string name(std::uint32_t id) const {
     const auto it = names.find(id);
-    return it != names.end() && !it->second.empty() ? it->second : "%" + std::to_string(id);
+    if (it != names.end() && !it->second.empty()) return it->second;
+    std::string s = "%";
+    s += std::to_string(id);
+    return s;
   }
   /// A constant's value, spec constants at their defaults (OpSpecConstantOp evaluated for
   /// the integer operations array sizes use); nothing where it is not a constant.
@@ -758,7 +761,8 @@ class race_analysis {
     int lanes = 0;
     for (std::size_t i = 0; i < kids.size(); ++i) {
       const knode& k = kn_[static_cast<std::size_t>(kids[i])];
-      sig += (i ? "," : "") + std::to_string(kids[i]);
+      if (i) sig += ',';
+      sig += std::to_string(kids[i]);
       id = id || k.id_dep;
       uni = uni && k.uniform;
       self |= k.selfs;

@@ -155,7 +155,10 @@ inline std::string name_part(std::string s) {
 }
 inline std::string dims_part(const shape& s) {
   std::string o;
-  for (int i = 0; i < s.rank(); ++i) o += (i ? "x" : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i) o += 'x';
+    o += std::to_string(s[i]);
+  }
   return o.empty() ? "1" : o;
 }
 }  // namespace detail
@@ -166,7 +169,8 @@ inline std::string record_prefix(bool correct, const problem& p) {
   std::string in, out;
   for (const auto& o : ops) {
     std::string& part = o.is_output ? out : in;
-    part += (part.empty() ? "" : "-") + detail::dims_part(o.dims);
+    if (!part.empty()) part += '-';
+    part += detail::dims_part(o.dims);
   }
   std::string params = std::string(to_string(p.type));
   params += family_of(p).record_params(p);

@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <optional>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -295,8 +296,8 @@ class kernel_runner {
   }
 
   /// GPU timestamp time in ms of the last run()'s dispatch (transfers and
-  /// guard checks not counted), or -1 where the queue has no timestamps.
-  double last_device_ms() const { return last_device_ms_; }
+  /// guard checks not counted); none where the queue has no timestamps.
+  std::optional<double> last_device_ms() const { return last_device_ms_; }
 
  private:
   struct guarded {
@@ -370,10 +371,10 @@ class kernel_runner {
     const double wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     std::vector<double> t;
     for (const auto& d : s.timings())
-      if (d.label == name_ && d.ms >= 0) t.push_back(d.ms);
+      if (d.label == name_ && d.ms) t.push_back(*d.ms);
     std::sort(t.begin(), t.end());
-    last_device_ms_ = t.empty() ? -1.0 : t[t.size() / 2];
-    if (ms_out) *ms_out = t.empty() ? wall_ms / reps : last_device_ms_;  // no timestamps: wall time includes the copies
+    last_device_ms_ = t.empty() ? std::nullopt : std::optional<double>(t[t.size() / 2]);
+    if (ms_out) *ms_out = last_device_ms_.value_or(wall_ms / reps);  // no timestamps: wall time includes the copies
     for (std::size_t i = 0; i < bufs.size(); ++i) {
       const guarded& g = bufs[i];
       const auto* m = static_cast<const std::uint8_t*>(g.staging.mapped());
@@ -414,7 +415,7 @@ class kernel_runner {
   std::vector<std::uint32_t> spirv_;
   kernel_reflection refl_;
   const vulkan::pipeline* pipe_ = nullptr;
-  double last_device_ms_ = -1;
+  std::optional<double> last_device_ms_;
 };
 
 /// FNV-1a of the SPIR-V words (the record's spirv_hash).

@@ -129,7 +129,7 @@ inline std::vector<std::string> worker_environment() {
   for (char** e = environ; *e; ++e) {
     const std::string_view v(*e), key = "GLIBC_TUNABLES=";
     if (v.starts_with(key)) {
-      if (v.size() > key.size()) tunables += ":" + std::string(v.substr(key.size()));
+      if (v.size() > key.size()) (tunables += ':') += v.substr(key.size());
     } else {
       env.emplace_back(v);
     }

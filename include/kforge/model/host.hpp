@@ -22,6 +22,7 @@
 #include <chrono>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -38,11 +39,12 @@ template <class P, class Op, class Fallback>
 using op_policy_t = std::conditional_t<supports<P, Op>, P, Fallback>;
 
 /// One op call of a step and its time: host wall time, or the GPU time of
-/// its dispatches (-1 where the device did not time them).
+/// its dispatches (none where the device did not time them: an unprofiled
+/// step, no timestamps, or a recording past the stream's timestamps).
 struct stage_time {
   stage s;
   int layer;
-  double seconds;
+  std::optional<double> seconds;
 };
 
 /// One op call's output after the call, as float, for comparisons (an op

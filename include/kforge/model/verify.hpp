@@ -20,7 +20,7 @@
 // storage type), i.e. the suite's tolerances summed along the step. growth
 // (default 8) allows for amplification between stages (softmax of scores,
 // the norms' division); measured on every preset, dtype and CPU policy and on
-// lavapipe, the end-to-end errors stay below a tenth of it (docs/PERFORMANCE.md,
+// lavapipe, the end-to-end errors stay below a tenth of it (docs/bench/HISTORY.md,
 // "transformer"), and an op gone wrong exceeds it by orders of magnitude.
 // Decode steps attend to a cache the earlier steps wrote, whose errors have
 // the same depth, so the sum is taken within a step.

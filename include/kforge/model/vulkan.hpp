@@ -286,18 +286,18 @@ class vulkan_session {
     s_.wait();
     const auto t2 = std::chrono::steady_clock::now();
     submissions_ = s_.submit_count() - submits;
-    const double span_ms = s_.gpu_span_ms();
+    const std::optional<double> span_ms = s_.gpu_span_ms();
     host_ = {std::chrono::duration<double>(t1 - t0).count(), std::chrono::duration<double>(t2 - t1).count(),
-             span_ms < 0 ? -1.0 : span_ms * 1e-3, s_.part_count()};
+             span_ms ? std::optional<double>(*span_ms * 1e-3) : std::nullopt, s_.part_count()};
     vulkan::detail::unpack(static_cast<const D*>(out), logits.reshaped(shape{1, c_.vocab}));
     std::int32_t next = 0;
     std::memcpy(&next, token, sizeof next);
     const auto timed = s_.timings();
     times_.clear();
     for (const auto& sp : spans) {
-      double ms = 0;
-      for (std::size_t i = sp.begin; i < sp.end && ms >= 0; ++i) ms = timed[i].ms < 0 ? -1 : ms + timed[i].ms;
-      times_.push_back({sp.s, sp.layer, ms < 0 ? -1.0 : ms * 1e-3});
+      std::optional<double> ms = 0.0;
+      for (std::size_t i = sp.begin; i < sp.end && ms; ++i) ms = timed[i].ms ? std::optional<double>(*ms + *timed[i].ms) : std::nullopt;
+      times_.push_back({sp.s, sp.layer, ms ? std::optional<double>(*ms * 1e-3) : std::nullopt});
     }
     if (captures)
       for (const auto& c : caps) {
@@ -333,7 +333,7 @@ class vulkan_session {
   struct host_time {
     double record_s = 0;  ///< from the step's start to its last part submitted (ids, recording, submits)
     double wait_s = 0;    ///< from then until the GPU finished
-    double gpu_s = -1;    ///< the GPU's span, first command to last (vulkan::stream::gpu_span_ms); -1: no timestamps
+    std::optional<double> gpu_s;  ///< the GPU's span, first command to last (vulkan::stream::gpu_span_ms); none: no timestamps
     std::size_t parts = 0;
   };
   const host_time& host() const { return host_; }

@@ -47,7 +47,10 @@ using bias_silu = fused<fn::silu, true>;
 template <class E>
 std::string epilogue_name() {
   std::string s = E::has_bias ? "bias" : "";
-  if (E::activation != fn::identity) s += (s.empty() ? "" : "_") + std::string(to_string(E::activation));
+  if (E::activation != fn::identity) {
+    if (!s.empty()) s += '_';
+    s += to_string(E::activation);
+  }
   return s.empty() ? "none" : s;
 }
 

@@ -127,7 +127,7 @@ template <class Fn>
 void visit_family(const problem& p, Fn&& f) {
   const void* id = family_of(p).id;
   [&]<class... F>(type_list<F...>) {
-    ((id == &detail::family_id<F> ? (f.template operator()<F>(), true) : false) || ...);
+    (void)((id == &detail::family_id<F> ? (f.template operator()<F>(), true) : false) || ...);
   }(op_families{});
 }
 

@@ -103,7 +103,10 @@ inline shape bucket_of(const shape& s) {
 /// "256x256x256" (no brackets: the form the CLI takes).
 inline std::string dims_text(const shape& s) {
   std::string t;
-  for (int i = 0; i < s.rank(); ++i) t += (i ? "x" : "") + std::to_string(s[i]);
+  for (int i = 0; i < s.rank(); ++i) {
+    if (i) t += 'x';
+    t += std::to_string(s[i]);
+  }
   return t;
 }
 

@@ -26,6 +26,7 @@
 
 #include <array>
 #include <functional>
+#include <optional>
 #include <string>
 #include <tuple>
 #include <type_traits>
@@ -49,9 +50,9 @@ struct candidate {
   std::string family;  ///< "cpu", "eigen", "vulkan"
   config cfg;
   executor run;
-  /// Device time of the last run() in seconds (GPU timestamps), or < 0 when
+  /// Device time of the last run() in seconds (GPU timestamps); none when
   /// the executor has none and the host clock is used.
-  std::function<double()> device_seconds = [] { return -1.0; };
+  std::function<std::optional<double>()> device_seconds = [] { return std::optional<double>(); };
   bool is_default = false;  ///< the backend's default: where descent starts
 };
 

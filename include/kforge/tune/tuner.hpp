@@ -32,6 +32,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -59,8 +60,8 @@ inline measurement measure(const candidate& c, const problem& p, std::vector<hos
     const auto t0 = clock::now();
     c.run(p, ts);
     const double host = std::chrono::duration<double>(clock::now() - t0).count();
-    const double dev = c.device_seconds ? c.device_seconds() : -1.0;
-    return std::pair{dev >= 0 ? dev : host, dev >= 0};
+    const std::optional<double> dev = c.device_seconds ? c.device_seconds() : std::nullopt;
+    return std::pair{dev.value_or(host), dev.has_value()};
   };
   measurement m;
   double first = 0;

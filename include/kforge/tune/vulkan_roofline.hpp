@@ -147,7 +147,7 @@ inline double time_replay(vulkan::stream& s) {
   const double host = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!s.ctx().info().timestamps) return host;
   for (const auto& t : s.timings())
-    if (!t.transfer && t.ms >= 0) return t.ms * 1e-3;
+    if (!t.transfer && t.ms) return *t.ms * 1e-3;
   return host;
 }
 
@@ -214,9 +214,11 @@ inline double probe_vulkan_bandwidth(vulkan::context& ctx, const vulkan_probe_pl
 inline double probe_vulkan_fma(vulkan::context& ctx, const vulkan_probe_plan& plan, bool f16) {
   auto out = ctx.device_memory().allocate(16);
   const vulkan::buffer_ref oref{out.ref().buffer, out.ref().offset, 16};
-  const auto& pl = ctx.get_pipeline({f16 ? "roofline_fma_f16" : "roofline_fma_f32", shaders::roofline_fma,
-                                     {{"KF_F16", f16 ? "1" : "0"}}},
-                                    {1, 16, {0}}, {plan.wg});
+  vulkan::shader_variant v;
+  v.name = f16 ? "roofline_fma_f16" : "roofline_fma_f32";
+  v.source = shaders::roofline_fma;
+  v.defines = {{"KF_F16", f16 ? "1" : "0"}};
+  const auto& pl = ctx.get_pipeline(v, {1, 16, {0}}, {plan.wg});
   const auto grid = probe_grid(plan.fma_groups, plan.max_groups);
   const double invocations = static_cast<double>(grid[0]) * grid[1] * plan.wg;
   struct {

@@ -5,7 +5,7 @@
 // kernel. A fourth, on workgroup-scope matrices (spirv/attention_coopmat2.hpp),
 // runs only when asked for by tiling (record_attention's `cm2`): it is
 // correct where it was checked on the H100/H200 but 3-4x slower than the
-// cooperative-matrix kernel there (docs/PERFORMANCE.md), so no policy picks it.
+// cooperative-matrix kernel there (docs/bench/HISTORY.md), so no policy picks it.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL

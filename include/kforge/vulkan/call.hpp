@@ -129,19 +129,19 @@ struct call_guard {
   device_call* prev;
 };
 
-inline double& last_call_seconds_slot() {
-  thread_local double s = -1;
+inline std::optional<double>& last_call_seconds_slot() {
+  thread_local std::optional<double> s;
   return s;
 }
 
 /// GPU seconds of the dispatches of a completed submission, leaving out its
-/// uploads and downloads; -1 when a dispatch was not timed.
-inline double kernel_seconds(const std::vector<dispatch_timing>& ts) {
+/// uploads and downloads; none when a dispatch was not timed.
+inline std::optional<double> kernel_seconds(const std::vector<dispatch_timing>& ts) {
   double ms = 0;
   for (const auto& t : ts)
     if (!t.transfer) {
-      if (t.ms < 0) return -1;
-      ms += t.ms;
+      if (!t.ms) return std::nullopt;
+      ms += *t.ms;
     }
   return ms * 1e-3;
 }
@@ -340,9 +340,9 @@ constexpr bool device_operands() {
 
 /// GPU time (timestamps) of the kernels of the last host-view
 /// run<policy::vulkan<...>>(op, host data...) on this thread: its dispatches
-/// only, not the uploads and downloads around them; -1 when the device has no
-/// timestamps (or before the first call). What `kforge bench` reports as GPU time.
-inline double last_call_seconds() { return detail::last_call_seconds_slot(); }
+/// only, not the uploads and downloads around them; none when the device has
+/// no timestamps (or before the first call). What `kforge bench` reports as GPU time.
+inline std::optional<double> last_call_seconds() { return detail::last_call_seconds_slot(); }
 
 /// Records op on device tensors (inputs..., outputs...) into stream s;
 /// nothing runs until s.submit(). Policy defaults to policy::vulkan<>.

@@ -265,7 +265,7 @@ struct impl<policy::vulkan<Knobs...>, op::conv2d<T, E>>
                  k = static_cast<std::uint64_t>(d.c * d.r * d.s);
       // The gemm's config for the product: on the tiled kernel, the implicit GEMM on it (no im2col);
       // else (the tensor cores, the decode kernel) the explicit one, whose gemm runs that config (an
-      // implicit GEMM on coopmat_f16 ran 1.5-5x slower on the H100: docs/PERFORMANCE.md). A shape
+      // implicit GEMM on coopmat_f16 ran 1.5-5x slower on the H100: docs/bench/HISTORY.md). A shape
       // the implicit GEMM refuses (conv2d_implicit_check: grid limits) takes the explicit one too.
       const vulkan::gemm_config cfg = K::gemm(info, c.dt, m, n, k);
       if (vulkan::conv2d_implicit_check(info, c.dt, cfg, m, n, k).empty())

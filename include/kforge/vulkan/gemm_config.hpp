@@ -426,7 +426,7 @@ inline gemm_config coopmat2_default_config(const device_info& d, dtype dt, std::
   // A few rows (decode: B streamed once): the 32-row tile split along K towards 896 workgroups
   // (~7 per SM of an H100), splits at least 512 deep. bf16 on the H100: 8x14336x4096 split 4 -> 8
   // 0.084 -> 0.072 ms, 8x28672x8192 unsplit -> split 4 0.262 -> 0.233; a vocabulary's 1002 column
-  // tiles stay unsplit (docs/PERFORMANCE.md).
+  // tiles stay unsplit (docs/bench/HISTORY.md).
   if (max_bm <= order.back().bm && ok(order.back())) {
     gemm_config c = order.back();
     c.splits = detail::splits_to_fill(tiles(c), k, 896, 512);

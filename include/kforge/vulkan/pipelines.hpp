@@ -92,7 +92,7 @@ class pipeline_store {
   /// See context::get_pipeline.
   const pipeline& get(const shader_variant& v, const kernel_interface& iface, const std::vector<std::uint32_t>& spec) {
     std::string key = shader_compiler::cache_key(v);
-    for (auto s : spec) key += ":" + std::to_string(s);
+    for (auto s : spec) (key += ':') += std::to_string(s);
     std::lock_guard lock(mu_);
     if (auto it = pipelines_.find(key); it != pipelines_.end()) return *it->second;
     if (spec.size() != iface.spec_ids.size())

@@ -22,11 +22,12 @@
 // start and the end of the recording (gpu_span_ms), and, after
 // time_dispatches(true), before and after each dispatch and copy recorded
 // from then on (up to 256 per recording); timings() turns them into
-// milliseconds after wait() (-1 for a command recorded untimed). Off by
+// milliseconds after wait() (no value for a command recorded untimed: a
+// missing measurement is never a number). Off by
 // default: on the H200 a timestamp pair costs ~4.2 µs of GPU time per
 // dispatch (it waits for the dispatch to finish, so independent dispatches
 // no longer overlap), against ~0.26 µs for an independent dispatch and
-// ~2.7 µs for one behind a barrier (docs/PERFORMANCE.md, replay). Host calls
+// ~2.7 µs for one behind a barrier (docs/bench/HISTORY.md, replay). Host calls
 // (run() on host views) time theirs, for last_call_seconds().
 //
 // Temporaries a recording needs (staging areas, tensors made for one host
@@ -44,6 +45,7 @@
 #include <deque>
 #include <chrono>
 #include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,7 +62,7 @@ struct binding {
 
 struct dispatch_timing {
   std::string label;
-  double ms = -1;         // -1: not timed (no timestamp support, or over capacity)
+  std::optional<double> ms;  // none: not timed (untimed recording, no timestamp support, or past max_timed)
   bool transfer = false;  // a copy() (vkCmdCopyBuffer: uploads, downloads), not a dispatch
 };
 
@@ -325,7 +327,7 @@ class stream {
             "vkGetQueryPoolResults");
     std::size_t slot = 0;
     for (std::size_t i = 0; i < labels_.size(); ++i) {
-      dispatch_timing t{labels_[i].label, -1, labels_[i].transfer};
+      dispatch_timing t{labels_[i].label, std::nullopt, labels_[i].transfer};
       if (labels_[i].timed && submits_ && !in_flight_)
         t.ms = static_cast<double>(ts[2 * slot + 1] - ts[2 * slot]) * ctx_->info().timestamp_period_ns * 1e-6;
       slot += labels_[i].timed;
@@ -336,10 +338,11 @@ class stream {
 
   /// GPU time from the start of the last completed submission's first
   /// command to the end of its last (gaps between dispatches, overlap and
-  /// waits for later parts included); -1 without timestamps. Two timestamps
-  /// per recording, written whether or not dispatches are timed.
-  double gpu_span_ms() const {
-    if (!queries_ || !submits_ || in_flight_) return -1;
+  /// waits for later parts included); none where the queue has no
+  /// timestamps, before the first submission or while one is in flight. Two
+  /// timestamps per recording, written whether or not dispatches are timed.
+  std::optional<double> gpu_span_ms() const {
+    if (!queries_ || !submits_ || in_flight_) return std::nullopt;
     std::array<std::uint64_t, 2> ts{};
     check(vkGetQueryPoolResults(ctx_->device(), queries_.get(), 2 * max_timed, 2, sizeof ts, ts.data(), 8,
                                 VK_QUERY_RESULT_64_BIT | VK_QUERY_RESULT_WAIT_BIT),

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,43 +38,43 @@ void with_kernel_type(dtype t, const char* who, F&& typed) {
   throw unsupported_error("kforge::vulkan::" + std::string(who) + ": " + std::string(to_string(t)) + " is not a kernel dtype");
 }
 
-inline double& last_gemm_seconds_slot() {
-  thread_local double s = -1;
+inline std::optional<double>& last_gemm_seconds_slot() {
+  thread_local std::optional<double> s;
   return s;
 }
 
 /// Uploads, runs one gemm with knobs t (a gemm_config or a gemm_tiling),
-/// downloads; returns the dispatch's GPU seconds (-1: not timed).
+/// downloads; returns the dispatch's GPU seconds (none: not timed).
 template <class T, class Knobs>
-double gemm_host_tiled(context& ctx, const Knobs& t, float alpha, float beta, fn act, float slope,
+std::optional<double> gemm_host_tiled(context& ctx, const Knobs& t, float alpha, float beta, fn act, float slope,
                        const kforge::gemm_args<T>& g, bool has_bias) {
   call<T> c(ctx, {&g.a, &g.b, has_bias ? &g.bias : nullptr}, g.c, beta != 0.0f);
   if (g.m && g.n)
     record_gemm(c.s(), c.dt, t, g.m, g.n, g.k, alpha, beta, act, slope, c.in(0), c.in(1), c.in_opt(2), c.out());
   c.finish();
-  const double sec = g.m && g.n ? last_call_seconds_slot() : 0;
+  const std::optional<double> sec = g.m && g.n ? last_call_seconds_slot() : std::optional<double>(0.0);
   last_gemm_seconds_slot() = sec;
   return sec;
 }
 }  // namespace detail
 
 /// GPU seconds of the gemm dispatch of the last gemm_with_config / gemm_with_tiling on this
-/// thread; -1 when the device has no timestamps (or before the first call).
-inline double last_gemm_seconds() { return detail::last_gemm_seconds_slot(); }
+/// thread; none when the device has no timestamps (or before the first call).
+inline std::optional<double> last_gemm_seconds() { return detail::last_gemm_seconds_slot(); }
 
 namespace detail {
 template <class Knobs, class T, class E>
-double gemm_knobs(context& ctx, const Knobs& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+std::optional<double> gemm_knobs(context& ctx, const Knobs& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
                   tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c) {
   return gemm_host_tiled<T>(ctx, t, op.alpha, op.beta, E::activation, op.epilogue.slope,
                             kforge::check_gemm<T>(a, b, bias, E::has_bias, c), E::has_bias);
 }
 
 template <class Knobs>
-double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<host_tensor>& ts) {
+std::optional<double> gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<host_tensor>& ts) {
   if (!is_family<gemm_traits>(p))
     throw unsupported_error("kforge::vulkan::gemm_with_config: runs gemm, not " + p.op);
-  double sec = -1;
+  std::optional<double> sec;
   auto typed = [&]<class T>(T*) {
     kforge::detail::with_epilogue(p.epilogue, [&](auto e) {
       using E = decltype(e);
@@ -97,10 +98,10 @@ double gemm_problem(context& ctx, const Knobs& t, const problem& p, std::vector<
 
 /// C = epilogue(alpha·A·B + beta·C) with gemm config cfg (kernel and tiling,
 /// kernels.hpp) on host views of any strides. Returns the GPU seconds of the
-/// gemm dispatch (-1 when not timed). A config the device cannot run throws
+/// gemm dispatch (none when not timed). A config the device cannot run throws
 /// unsupported_error (gemm_config_check's reason) before anything runs.
 template <class T, class E>
-double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
+std::optional<double> gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
                         tensor_view<const T> a, tensor_view<const T> b, tensor_view<T> c)
   requires(!E::has_bias)
 {
@@ -108,7 +109,7 @@ double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, 
 }
 /// The same with a bias epilogue: bias has N elements.
 template <class T, class E>
-double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
+std::optional<double> gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, E, float>& op,
                         tensor_view<const T> a, tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c)
   requires(E::has_bias)
 {
@@ -116,7 +117,7 @@ double gemm_with_config(context& ctx, const gemm_config& cfg, const op::gemm<T, 
 }
 /// A run-time gemm problem (validate/problem.hpp) on its host tensors
 /// (A, B[, bias], C), as the tuner's executors are called.
-inline double gemm_with_config(context& ctx, const gemm_config& cfg, const problem& p, std::vector<host_tensor>& ts) {
+inline std::optional<double> gemm_with_config(context& ctx, const gemm_config& cfg, const problem& p, std::vector<host_tensor>& ts) {
   return detail::gemm_problem(ctx, cfg, p, ts);
 }
 
@@ -124,20 +125,20 @@ inline double gemm_with_config(context& ctx, const gemm_config& cfg, const probl
 /// (record_gemm's tiling overload: the tiled kernel where the thread tile and
 /// K step are multiples of 4, else the generic one).
 template <class T, class E>
-double gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+std::optional<double> gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
                         tensor_view<const T> b, tensor_view<T> c)
   requires(!E::has_bias)
 {
   return detail::gemm_knobs(ctx, t, op, a, b, {}, c);
 }
 template <class T, class E>
-double gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
+std::optional<double> gemm_with_tiling(context& ctx, const gemm_tiling& t, const op::gemm<T, E, float>& op, tensor_view<const T> a,
                         tensor_view<const T> b, tensor_view<const T> bias, tensor_view<T> c)
   requires(E::has_bias)
 {
   return detail::gemm_knobs(ctx, t, op, a, b, bias, c);
 }
-inline double gemm_with_tiling(context& ctx, const gemm_tiling& t, const problem& p, std::vector<host_tensor>& ts) {
+inline std::optional<double> gemm_with_tiling(context& ctx, const gemm_tiling& t, const problem& p, std::vector<host_tensor>& ts) {
   return detail::gemm_problem(ctx, t, p, ts);
 }
 
@@ -154,8 +155,8 @@ inline attention_dims attention_dims_of(const problem& p) {
 }
 
 namespace detail {
-inline double& last_attention_seconds_slot() {
-  thread_local double s = -1;
+inline std::optional<double>& last_attention_seconds_slot() {
+  thread_local std::optional<double> s;
   return s;
 }
 /// op::attention's entry (its checks verbatim) running config `cfg` on `ctx`.
@@ -172,21 +173,21 @@ struct attention_with : kforge::detail::attention_entry<attention_with<T>, op::a
 }  // namespace detail
 
 /// GPU seconds of the attention kernels (split and merge: both) of the last
-/// attention_with_config on this thread; -1 when not timed.
-inline double last_attention_seconds() { return detail::last_attention_seconds_slot(); }
+/// attention_with_config on this thread; none when not timed.
+inline std::optional<double> last_attention_seconds() { return detail::last_attention_seconds_slot(); }
 
 /// Attention problem p on its host tensors (Q, K, V, O) with config cfg on
 /// ctx: uploaded, run and downloaded in one submission, as run() with host
-/// views does. Returns the GPU seconds of its kernels (-1: not timed); a
+/// views does. Returns the GPU seconds of its kernels (none: not timed); a
 /// config the device cannot run throws unsupported_error before anything runs.
-inline double attention_with_config(context& ctx, const attention_config& cfg, const problem& p,
+inline std::optional<double> attention_with_config(context& ctx, const attention_config& cfg, const problem& p,
                                     std::vector<host_tensor>& ts) {
   const attention_dims a = attention_dims_of(p);
   const std::string why = attention_config_check(ctx.info(), device_dtype(ctx.info(), p.type), a, cfg);
   if (!why.empty()) throw unsupported_error("kforge::vulkan::attention_with_config: " + why);
   if (ts.size() != 4)
     throw argument_error("kforge::vulkan::attention_with_config: attention takes 4 tensors, got " + std::to_string(ts.size()));
-  double sec = -1;
+  std::optional<double> sec;
   auto typed = [&]<class T>(T*) {
     using W = detail::attention_with<T>;
     W::ctx = &ctx;
@@ -195,7 +196,7 @@ inline double attention_with_config(context& ctx, const attention_config& cfg, c
     attention_traits::with_op<T>(p, [&](const op::attention<T>& o) {
       W::run(o, cts[0].view<T>(), cts[1].view<T>(), cts[2].view<T>(), ts[3].view<T>());
     });
-    sec = a.b * a.h * a.s * a.dv != 0 ? detail::last_call_seconds_slot() : 0;
+    sec = a.b * a.h * a.s * a.dv != 0 ? detail::last_call_seconds_slot() : std::optional<double>(0.0);
   };
   detail::with_kernel_type(p.type, "attention_with_config", typed);
   detail::last_attention_seconds_slot() = sec;

@@ -22,7 +22,7 @@
 // Status: correct where it was checked on the H200 (vk_bench's sampled
 // double-precision checks: f16, S = L = 2048 and 4096, D 64 and 128, GQA,
 // causal and not) but 29–54 TFLOP/s there against the subgroup-fragment
-// kernel's 130–180 (docs/PERFORMANCE.md, with timing probes that drop parts
+// kernel's 130–180 (docs/bench/HISTORY.md, with timing probes that drop parts
 // of the softmax), so no policy picks it; S and L must be whole blocks. Not
 // run on a GPU yet: the bf16 variants (attention_coopmat2_check refuses them:
 // they use bf16 accumulator matrices, which NVIDIA does not list) and the

@@ -272,7 +272,7 @@ inline std::vector<word> gemm_coopmat2(const gemm_coopmat2_spec& v) {
   // as a matrix of its own: A and B from pointers advanced to its first column (row of B), K
   // coordinates from 0 to the range's length. (Slicing the whole matrices at K offsets k_off + ...
   // instead ran 3-4x slower per FLOP on the H100/H200, driver 580: 512x6144x4096 128x128 split 2
-  // 0.57 ms against 0.15; docs/PERFORMANCE.md.)
+  // 0.57 ms against 0.15; docs/bench/HISTORY.md.)
   id k_off = zero, k_len = k;
   if (v.split) {
     const id chunk0 = ui(op::u_div, ui(op::i_sub, ui(op::i_add, k, nz), one), nz);
