@@ -30,7 +30,7 @@ namespace kforge::tool {
 namespace {
 
 /// Accepted generated kernels for exactly p (none when not wanted or without kforge::gen).
-std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {
+[[maybe_unused]] std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {  // (unused without Vulkan)
 #if defined(KFORGE_HAS_LLM) && defined(KFORGE_HAS_VULKAN)
   if (wanted) return tune::generated_candidates(p);
 #endif
@@ -43,7 +43,7 @@ std::vector<tune::candidate> generated_for(const problem& p, bool wanted) {
 /// tune_candidates.hpp. --policy vulkan for an op other than gemm runs the
 /// backend's own kernel the way generated ones are run.
 std::vector<tune::candidate> tune_candidates(const problem& p, const std::string& family,
-                                             const std::vector<policy_entry>& policies, bool with_generated) {
+                                             const std::vector<policy_entry>& policies, [[maybe_unused]] bool with_generated) {
   if (family == "vulkan") {
 #if defined(KFORGE_HAS_VULKAN)
     std::vector<tune::candidate> out, gen = generated_for(p, with_generated);
