@@ -323,7 +323,10 @@ std::string op_help() {
       if (!shown.insert(std::string(o.name)).second) continue;
       std::string left = "  --";
       left += o.name;
-      if (!o.placeholder.empty()) (left += ' ') += o.placeholder;
+      if (!o.placeholder.empty()) {
+        left += ' ';
+        left += o.placeholder;
+      }
       left.resize(std::max<std::size_t>(left.size() + 1, 21), ' ');
       s += left + std::string(o.help) + "\n";
     }
@@ -412,20 +415,17 @@ double process_cpu_seconds() {
 
 timing time_policy(const policy_entry& e, const problem& p, std::vector<host_tensor> ts, int reps) {
   e.execute(p, ts);  // warm-up: compiles shaders, fills caches, wakes threads
-  std::vector<double> t, dev, cpu;
+  std::vector<double> t, cpu;
   for (int i = 0; i < reps; ++i) {
     const double c0 = process_cpu_seconds();
     const auto t0 = std::chrono::steady_clock::now();
     e.execute(p, ts);
     t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     cpu.push_back(process_cpu_seconds() - c0);
-    if (const std::optional<double> d = e.device_seconds()) dev.push_back(*d);
   }
   std::sort(t.begin(), t.end());
-  std::sort(dev.begin(), dev.end());
   std::sort(cpu.begin(), cpu.end());
-  return {t[t.size() / 2], t.front(), reps, dev.size() == t.size() ? std::optional<double>(dev[dev.size() / 2]) : std::nullopt,
-          cpu[cpu.size() / 2]};
+  return {t[t.size() / 2], t.front(), reps, cpu[cpu.size() / 2]};
 }
 
 gpu_times time_gpu(const policy_entry& e, const problem& p, const std::vector<host_tensor>& ts, int reps) {

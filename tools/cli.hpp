@@ -122,12 +122,10 @@ std::string known_policies();
 struct timing {
   double median_s = 0, min_s = 0;
   int reps = 0;
-  std::optional<double> device_median_s;  ///< median of the device's own time of each run (GPU timestamps); none without
-  double cpu_median_s = 0;      ///< median process CPU time of a run (every thread of the process)
+  double cpu_median_s = 0;  ///< median process CPU time of a run (every thread of the process)
 };
-/// Median wall time of `reps` runs after one warm-up, on fresh output buffers;
-/// and the median of the device's own times where the policy reports them
-/// (Vulkan: the kernels' GPU time, without the uploads and downloads).
+/// Median wall and CPU time of `reps` runs after one warm-up, on fresh output
+/// buffers (a Vulkan row's kernel time comes from gpu_times, below).
 timing time_policy(const policy_entry& e, const problem& p, std::vector<host_tensor> ts, int reps);
 /// A Vulkan row's times, in one place for bench and demo: the kernels on
 /// device-resident tensors (resident_timing) and the host-view call as a whole.
