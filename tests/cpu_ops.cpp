@@ -2,6 +2,7 @@
 // reduction, softmax and norm ops against the Eigen reference: odd shapes,
 // every dtype, contiguous / reversed-order / strided operands, broadcasting,
 // NaN and infinities.
+#include "special_values.hpp"
 #include "cpu_check.hpp"
 
 #include <limits>
@@ -17,8 +18,8 @@ using kforge::half;
 namespace policy = kforge::policy;
 namespace op = kforge::op;
 
-const float nan_f = std::numeric_limits<float>::quiet_NaN();
-const float inf_f = std::numeric_limits<float>::infinity();
+using kft::nan_f;
+using kft::inf_f;
 
 template <class T>
 std::string tag(const char* opname, const shape& s, layout l) {

@@ -1,5 +1,6 @@
 // Tests of policy::eigen, the reference: every op on small hand-computed
 // cases (the oracle must itself be right), in f32 and in half/bfloat16 storage.
+#include "special_values.hpp"
 #include <doctest/doctest.h>
 
 #include <kforge/kforge.hpp>
@@ -10,7 +11,7 @@
 
 using namespace kforge;
 using P = policy::eigen;
-constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
+using kft::nan_f;
 
 TEST_CASE("gemm: alpha, beta, bias, activations, column-major operands") {
   // A = [[1,2],[3,4]], B = [[5,6],[7,8]] → AB = [[19,22],[43,50]]

@@ -13,6 +13,7 @@
 
 using namespace kforge;
 using kgt::relu_kernel;
+using kgt::relu_problem;
 
 namespace {
 
@@ -37,12 +38,6 @@ bool reports(const gen::race_report& r, const std::string& what) {
   return std::any_of(r.findings.begin(), r.findings.end(), [&](const auto& f) { return f.text().find(what) != std::string::npos; });
 }
 
-problem relu_problem() {
-  problem p;
-  p.op = "relu";
-  set_shape(p, "3x7x19");
-  return p;
-}
 
 /// The interface_error check_contract throws for a relu kernel, or "" when it passes.
 std::string contract_error(const std::string& glsl, const gen::device_limits& lim = {}) {

@@ -13,16 +13,9 @@
 
 using namespace kforge;
 using kgt::relu_kernel;
+using kgt::relu_problem;
 
 namespace {
-
-problem relu_problem() {
-  problem p;
-  p.op = "relu";
-  set_shape(p, "3x7x19");
-  return p;
-}
-
 
 gen::sandbox_result sandboxed(const std::string& glsl, int dispatch_timeout_ms = 1500, int wall_timeout_ms = 60000) {
   const problem p = relu_problem();

@@ -40,15 +40,15 @@ kforge::problem attention_problem(index_t b, index_t h, index_t s, index_t d, in
   return p;
 }
 
-struct scoped_cache_env {
+struct attention_cache_env {
   fs::path dir = fs::temp_directory_path() / ("kforge-tune-vk-attention-" + std::to_string(::getpid()));
-  scoped_cache_env() {
+  attention_cache_env() {
     fs::remove_all(dir);
     ::setenv("KFORGE_CACHE_DIR", dir.c_str(), 1);
     tune::forget_resolutions();
     tune::autotune_settings().tune_on_miss = false;
   }
-  ~scoped_cache_env() {
+  ~attention_cache_env() {
     ::unsetenv("KFORGE_CACHE_DIR");
     tune::forget_resolutions();
     fs::remove_all(dir);
@@ -213,7 +213,7 @@ TEST_CASE("vulkan attention tuning: the cache key's bucket holds keys, KV heads,
 
 TEST_CASE("vulkan attention tuning: a tuning run over the space stores its winner under the device") {
   KFT_NEED_DEVICE();
-  scoped_cache_env env;
+  attention_cache_env env;
   const kforge::problem p = attention_problem(1, 4, 1, 32, 700, 2);
   const auto cands = tune::vulkan_attention_candidates(*ctx, p);
   tune::tune_options o;
@@ -243,7 +243,7 @@ TEST_CASE("vulkan attention tuning: a tuning run over the space stores its winne
 TEST_CASE("vulkan autotune: attention on device tensors runs the default, a cached config, or the default where it does not fit") {
   KFT_NEED_DEVICE();
   static_assert(kforge::supports<kforge::policy::autotune, kforge::op::attention<float>>);
-  scoped_cache_env env;
+  attention_cache_env env;
   const auto& info = ctx->info();
   const kforge::problem p = attention_problem(1, 4, 1, 32, 700, 2);
   const vk::attention_dims a = vk::attention_dims_of(p);

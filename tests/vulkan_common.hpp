@@ -38,6 +38,10 @@ inline constexpr std::chrono::milliseconds test_wait_timeout{60000};
 /// executable may change them before its first test (static initialisation:
 /// tests/vulkan_bf16_fallback.cpp turns 16-bit storage off).
 inline vulkan::context_options& test_options() {
+  // The contexts kforge creates itself read their wait timeout from
+  // KFORGE_VK_TIMEOUT_MS: they get test_wait_timeout too, unless it is set.
+  static const bool long_waits = ::setenv("KFORGE_VK_TIMEOUT_MS", "60000", 0) == 0;
+  (void)long_waits;
   static vulkan::context_options o{.validation = vulkan::validation_layer_available() ? 1 : 0,
                                    .timeout = test_wait_timeout, .cache_dir = test_cache_dir()};
   return o;

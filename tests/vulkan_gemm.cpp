@@ -25,10 +25,6 @@ using kft::random_floats;
 
 namespace {
 
-// Big unrolled gemm kernels run slowly on lavapipe on a busy 2-core machine:
-// this suite's waits get 60 s unless KFORGE_VK_TIMEOUT_MS says otherwise.
-const bool long_timeout = [] { return ::setenv("KFORGE_VK_TIMEOUT_MS", "60000", 0) == 0; }();
-
 template <class T, class E>
 void config_case(vulkan::context& ctx, const vulkan::gemm_config& cfg, index_t m, index_t n, index_t k, float beta,
                  unsigned seed) {

@@ -3,6 +3,7 @@
 // 16-bit storage, else computed as f32), on shapes that are not multiples of
 // any tile, with the validation layer on and zero messages allowed. Sizes
 // stay small: lavapipe is slow.
+#include "special_values.hpp"
 #include "vulkan_common.hpp"
 
 #include <spirv-tools/libspirv.hpp>
@@ -19,13 +20,8 @@ using kft::convert;
 using kft::random_floats;
 
 namespace {
-// lavapipe compiles a pipeline at its first dispatch, inside the wait: the
-// attention kernels' take seconds on a busy 2-core machine, so this suite's
-// waits get 60 s unless KFORGE_VK_TIMEOUT_MS says otherwise.
-const bool long_timeout = [] { return ::setenv("KFORGE_VK_TIMEOUT_MS", "60000", 0) == 0; }();
-
-constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
-constexpr float inf_f = std::numeric_limits<float>::infinity();
+using kft::nan_f;
+using kft::inf_f;
 
 template <class T, class E>
 void gemm_case(index_t m, index_t n, index_t k, float alpha, float beta, unsigned seed, bool col_major_a = false) {

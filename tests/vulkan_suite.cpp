@@ -5,11 +5,6 @@
 #include "policy_suite.hpp"
 #include "vulkan_common.hpp"
 
-// lavapipe compiles a pipeline at its first dispatch, inside the wait (the
-// attention kernels take seconds on a busy 2-core machine): 60 s waits
-// unless KFORGE_VK_TIMEOUT_MS says otherwise.
-static const bool long_timeout = [] { return ::setenv("KFORGE_VK_TIMEOUT_MS", "60000", 0) == 0; }();
-
 TEST_CASE("policy::vulkan passes the validation suite on the standard catalog") {
   KFT_NEED_DEVICE();
   const int n = kforge::test::check_policy<kforge::policy::vulkan<>>(

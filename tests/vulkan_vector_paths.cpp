@@ -4,6 +4,7 @@
 // rms_norm rows (cols % 4 == 0, up to 16 vectors per invocation, and one size
 // past that which falls back), their NaN / Inf rules, and the compute-shader
 // copy beside vkCmdCopyBuffer for sizes it does not take.
+#include "special_values.hpp"
 #include "vulkan_common.hpp"
 
 #include <cstring>
@@ -15,8 +16,8 @@ using kft::convert;
 using kft::random_floats;
 
 namespace {
-constexpr float nan_f = std::numeric_limits<float>::quiet_NaN();
-constexpr float inf_f = std::numeric_limits<float>::infinity();
+using kft::nan_f;
+using kft::inf_f;
 
 template <class T, fn F>
 void unary_vec(const std::vector<float>& xf, shape s) {

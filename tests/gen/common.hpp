@@ -33,6 +33,14 @@ inline std::filesystem::path test_cache() {
   return dir;
 }
 
+/// The problem of the tests' relu kernels: a 3x7x19 f32 tensor.
+inline problem relu_problem() {
+  problem p;
+  p.op = "relu";
+  set_shape(p, "3x7x19");
+  return p;
+}
+
 /// A relu kernel following the contract, with `body` as main()'s body
 /// (i: the flat invocation index, n: pc.n).
 inline std::string relu_kernel(const std::string& body) {
