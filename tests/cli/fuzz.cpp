@@ -6,11 +6,15 @@
 // a problem larger than the memory limit: 3), and for 2 and 3 one line on
 // stderr starting "kforge: ". Deterministic: the cases come from a fixed seed.
 //
-//   cli_fuzz TOOL [--vulkan] [--gen] [--tune] [--seed N] [--jobs N] [--timeout-s S]
+//   cli_fuzz TOOL [--vulkan] [--gen] [--tune] [--seed N] [--jobs N] [--timeout-s S] [--foreign-every N]
 //
 // --vulkan / --gen / --tune: the tool was built with kforge::vulkan /
 // kforge::llm+vulkan / kforge::tune, so their variables, gen, mutate,
-// validate --kernel and tune are fuzzed too.
+// validate --kernel and tune are fuzzed too. --foreign-every N: of the
+// "foreign option" cases (every option of the tool given to each command that
+// does not take it), one in N, counted across the commands so that each
+// command still gets its share (the sanitizer build: the refusal is one code
+// path per command, and each case costs a second of CPU there).
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -295,7 +299,7 @@ option_table read_option_table(const std::string& tool) {
 /// Every command's options against the table: each option of every other
 /// command given to it, each of its own given twice, with an empty value,
 /// with an escape sequence. A new option is fuzzed the day it joins the table.
-void table_cases(const option_table& t, std::vector<invocation>& out, bool with_gen, bool with_tune) {
+void table_cases(const option_table& t, std::vector<invocation>& out, bool with_gen, bool with_tune, int foreign_every) {
   const std::map<std::string, std::vector<std::string>> bases = {
       {"devices", {"devices"}},
       {"run", {"run", "--op", "relu", "--shape", "4x4", "--policy", "eigen", "--reps", "1"}},
@@ -318,6 +322,7 @@ void table_cases(const option_table& t, std::vector<invocation>& out, bool with_
   for (const auto& f : t.problem_flags) every.emplace_back(f, false);
   std::sort(every.begin(), every.end());
   every.erase(std::unique(every.begin(), every.end()), every.end());
+  std::size_t foreign = 0;
   for (const auto& c : t.commands) {
     const auto b = bases.find(c.name);
     if (b == bases.end()) continue;  // a command this fuzzer has no base for: the table test (cli_options) says so
@@ -332,7 +337,7 @@ void table_cases(const option_table& t, std::vector<invocation>& out, bool with_
       return std::find(p.begin(), p.end(), o) != p.end();
     };
     for (const auto& [o, value] : every) {
-      if (own(o, value)) continue;
+      if (own(o, value) || foreign++ % static_cast<std::size_t>(foreign_every) != 0) continue;
       invocation i{b->second, {}, 2, "foreign option", "--" + o};
       i.args.push_back("--" + o);
       if (value) i.args.push_back("1");
@@ -499,7 +504,7 @@ std::vector<invocation> all_cases(std::mt19937_64& rng, bool with_vulkan, bool w
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: cli_fuzz TOOL [--vulkan] [--gen] [--tune] [--seed N] [--jobs N] [--timeout-s S]\n";
+    std::cerr << "usage: cli_fuzz TOOL [--vulkan] [--gen] [--tune] [--seed N] [--jobs N] [--timeout-s S] [--foreign-every N]\n";
     return 2;
   }
   const std::string tool = argv[1];
@@ -507,6 +512,7 @@ int main(int argc, char** argv) {
   std::uint64_t seed = 0x6b66757a7a000001ull;
   int jobs = 4;
   double timeout_s = 10;
+  int foreign_every = 1;
   for (int i = 2; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--vulkan") with_vulkan = true;
@@ -515,6 +521,7 @@ int main(int argc, char** argv) {
     else if (a == "--seed" && i + 1 < argc) seed = std::strtoull(argv[++i], nullptr, 0);
     else if (a == "--jobs" && i + 1 < argc) jobs = std::max(1, std::atoi(argv[++i]));
     else if (a == "--timeout-s" && i + 1 < argc) timeout_s = std::atof(argv[++i]);
+    else if (a == "--foreign-every" && i + 1 < argc) foreign_every = std::max(1, std::atoi(argv[++i]));
   }
   const std::string dir = (std::filesystem::temp_directory_path() / ("kforge-fuzz-" + std::to_string(getpid()))).string();
   std::filesystem::create_directories(dir);
@@ -525,7 +532,7 @@ int main(int argc, char** argv) {
     std::cerr << "cli_fuzz: '" << tool << " options' gave no option table\n";
     return 1;
   }
-  table_cases(table, cases, with_gen, with_tune);
+  table_cases(table, cases, with_gen, with_tune, foreign_every);
 
   std::atomic<std::size_t> next{0};
   std::mutex m;
