@@ -40,7 +40,6 @@ namespace {
 
 /// A time the report holds as -1 where nothing measured it (no GPU
 /// timestamps): no value in the JSON, never a number.
-std::optional<double> measured(double s) { return s < 0 ? std::nullopt : std::optional<double>(s); }
 
 struct thresholds {
   double max_slowdown = 1.25;
@@ -88,7 +87,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   if (res.machine_Bps > 0) w.field("machine_copy_gbps", res.machine_Bps / 1e9).field("machine_copy_method", res.bandwidth_method);
   if (res.prefill_profiled_s > 0) {
     w.field("prefill_record_s", res.prefill_record_s).field("decode_record_s", res.decode_record_s);
-    w.field("prefill_gpu_span_s", measured(res.prefill_gpu_span_s)).field("decode_gpu_span_s", measured(res.decode_gpu_span_s));
+    w.field("prefill_gpu_span_s", res.prefill_gpu_span_s).field("decode_gpu_span_s", res.decode_gpu_span_s);
     w.field("prefill_profiled_s", res.prefill_profiled_s).field("decode_profiled_s", res.decode_profiled_s);
   }
   w.end_object();
@@ -103,7 +102,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   w.key("stages").begin_array();
   for (const stage_timing& t : res.stages) {
     w.begin_object().field("step", t.step).field("stage", std::string(model::to_string(t.s))).field("layer", t.layer);
-    w.field("time_s", measured(t.seconds));
+    w.field("time_s", t.seconds);
     auto it = checked.find(stage_key(t.step, t.s, t.layer));
     if (it != checked.end()) {
       const model::stage_report& s = *it->second;
@@ -119,7 +118,8 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   return w.str();
 }
 
-std::string ms(double s) { return s < 0 ? "-" : fmt("%.4f", s * 1e3); }
+std::string ms(double s) { return fmt("%.4f", s * 1e3); }
+std::string ms(std::optional<double> s) { return s ? ms(*s) : "-"; }
 std::string sci(double v) { return fmt("%.2e", v); }
 
 void print_text(const transformer_request& r, const transformer_result& res) {

@@ -41,7 +41,7 @@ struct stage_timing {
   std::string step;
   model::stage s;
   int layer;
-  double seconds = -1;
+  std::optional<double> seconds;  ///< none where a repetition left the op untimed
 };
 
 struct transformer_result {
@@ -61,8 +61,8 @@ struct transformer_result {
   /// share of the timed steps: from a step's start to its last submission.
   double prefill_profiled_s = 0, decode_profiled_s = 0;
   double prefill_record_s = 0, decode_record_s = 0;
-  /// The GPU's span of a timed step, first command to last (gaps and overlap included; < 0: no timestamps).
-  double prefill_gpu_span_s = 0, decode_gpu_span_s = 0;
+  /// The GPU's span of a timed step, first command to last (gaps and overlap included; none: no timestamps).
+  std::optional<double> prefill_gpu_span_s, decode_gpu_span_s;
   model::weight_bytes bytes;      ///< weights, in the dtype as stored where the session runs
   double machine_Bps = 0;         ///< the machine's copy bandwidth (kforge's roofline probe), 0 where not measured
   std::string bandwidth_method;   ///< how and when it was measured
@@ -97,9 +97,10 @@ void time_session(Session& s, const model::config& c, const transformer_request&
   const auto ids = model::random_tokens(c, r.prefill + r.decode, 0x6b666f7267651302ull);
   const std::span<const index_t> all(ids);
   model::host_buffer<T> logits(shape{1, c.vocab});
-  std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block, prefill_prof, decode_prof, prefill_rec, decode_rec,
-      prefill_span, decode_span;
-  std::vector<std::vector<double>> pre_t, dec_t;  // [rep][call]
+  using maybe = std::optional<double>;  // none: not timed
+  std::vector<double> prefill_wall, decode_wall, decode_ops, decode_block, prefill_prof, decode_prof, prefill_rec, decode_rec;
+  std::vector<maybe> prefill_span, decode_span;
+  std::vector<std::vector<maybe>> pre_t, dec_t;  // [rep][call]
   std::vector<model::stage_time> pre_calls, dec_calls;
   // One repetition from an empty cache: the prefill, then the decode steps. `stages`: keep the ops' times.
   auto rep_once = [&](bool stages) {
@@ -107,11 +108,11 @@ void time_session(Session& s, const model::config& c, const transformer_request&
     auto t0 = std::chrono::steady_clock::now();
     s.step(all.first(static_cast<std::size_t>(r.prefill)), logits.view());
     const double pw = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    double prec = 0, drec = 0, pspan = 0, dspan = 0;
-    // Inside the aggregation below, -1 stands for "not timed"; the report writes it as no value.
-    if constexpr (profiled) prec = s.host().record_s, pspan = s.host().gpu_s.value_or(-1);
-    std::vector<double> pt, dt;
-    for (const auto& tm : s.times()) pt.push_back(tm.seconds.value_or(-1));
+    double prec = 0, drec = 0;
+    maybe pspan, dspan = 0.0;
+    if constexpr (profiled) prec = s.host().record_s, pspan = s.host().gpu_s;
+    std::vector<maybe> pt, dt;
+    for (const auto& tm : s.times()) pt.push_back(tm.seconds);
     if (stages) pre_calls = s.times();
     double dw = 0, dops = 0, dblock = 0;
     for (index_t d = 0; d < r.decode; ++d) {
@@ -120,15 +121,15 @@ void time_session(Session& s, const model::config& c, const transformer_request&
       dw += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if constexpr (profiled) {
         drec += s.host().record_s / static_cast<double>(r.decode);
-        dspan = dspan < 0 || !s.host().gpu_s ? -1 : dspan + *s.host().gpu_s / static_cast<double>(r.decode);
+        dspan = dspan && s.host().gpu_s ? maybe(*dspan + *s.host().gpu_s / static_cast<double>(r.decode)) : std::nullopt;
       }
       if (dt.empty()) dt.assign(s.times().size(), 0.0);
       for (std::size_t i = 0; i < s.times().size(); ++i) {
-        const double sec = s.times()[i].seconds.value_or(-1);
-        dt[i] = dt[i] < 0 || sec < 0 ? -1 : dt[i] + sec / static_cast<double>(r.decode);
-        if (sec < 0) continue;  // not timed (a recording past the stream's timestamps)
-        dops += sec / static_cast<double>(r.decode);
-        if (s.times()[i].layer >= 0) dblock += sec / static_cast<double>(r.decode);
+        const maybe sec = s.times()[i].seconds;
+        dt[i] = dt[i] && sec ? maybe(*dt[i] + *sec / static_cast<double>(r.decode)) : std::nullopt;
+        if (!sec) continue;  // not timed (a recording past the stream's timestamps)
+        dops += *sec / static_cast<double>(r.decode);
+        if (s.times()[i].layer >= 0) dblock += *sec / static_cast<double>(r.decode);
       }
       if (stages) dec_calls = s.times();
     }
@@ -177,13 +178,19 @@ void time_session(Session& s, const model::config& c, const transformer_request&
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
   };
-  auto column = [&](const std::vector<std::vector<double>>& m, std::size_t i) {
+  // The median of values that every repetition timed; none where one did not.
+  auto timed_median = [&](const std::vector<maybe>& m) -> maybe {
     std::vector<double> v;
-    for (const auto& row : m) {
-      if (i >= row.size() || row[i] < 0) return -1.0;
-      v.push_back(row[i]);
+    for (const maybe& x : m) {
+      if (!x) return std::nullopt;
+      v.push_back(*x);
     }
     return median(v);
+  };
+  auto column = [&](const std::vector<std::vector<maybe>>& m, std::size_t i) {
+    std::vector<maybe> c;
+    for (const auto& row : m) c.push_back(i < row.size() ? row[i] : std::nullopt);
+    return timed_median(c);
   };
   out.prefill_s = median(prefill_wall);
   out.decode_s = median(decode_wall);
@@ -193,8 +200,10 @@ void time_session(Session& s, const model::config& c, const transformer_request&
   out.decode_profiled_s = median(decode_prof);
   out.prefill_record_s = profiled ? median(prefill_rec) : 0;
   out.decode_record_s = profiled ? median(decode_rec) : 0;
-  out.prefill_gpu_span_s = profiled ? median(prefill_span) : 0;
-  out.decode_gpu_span_s = profiled ? median(decode_span) : 0;
+  if constexpr (profiled) {
+    out.prefill_gpu_span_s = timed_median(prefill_span);
+    out.decode_gpu_span_s = timed_median(decode_span);
+  }
   for (std::size_t i = 0; i < pre_calls.size(); ++i) out.stages.push_back({"prefill", pre_calls[i].s, pre_calls[i].layer, column(pre_t, i)});
   for (std::size_t i = 0; i < dec_calls.size(); ++i) out.stages.push_back({"decode", dec_calls[i].s, dec_calls[i].layer, column(dec_t, i)});
 }
