@@ -310,6 +310,32 @@ TEST_CASE("race check: shared memory read before anything wrote it") {
   CHECK_FALSE(races_of(kernel("  for (uint d = t; d < 128u; d += 64u) s[d] = 0.0;\n  barrier();\n  b[t] = s[127u - t];")).race());
 }
 
+TEST_CASE("static rules: a broken module is a shader_error naming the word, never a read past its end") {
+  // One reader (vulkan/spirv/module.hpp) serves every rule: each refuses the same broken words the same way.
+  const std::vector<std::uint32_t> good = gen::compile_glsl("race", kernel("  s[t] = b[t];\n  barrier();\n  b[t] = s[63u - t];"), true);
+  REQUIRE(!races_of(kernel("  s[t] = b[t];\n  barrier();\n  b[t] = s[63u - t];")).race());
+  auto refused = [](const std::vector<std::uint32_t>& w, const std::string& word) {
+    for (int rule = 0; rule < 3; ++rule) {
+      CAPTURE(rule);
+      try {
+        if (rule == 0) (void)gen::check_shared_races(w);
+        if (rule == 1) (void)gen::static_refusals(w);
+        if (rule == 2) (void)gen::shared_memory_use(w);
+        FAIL_CHECK("accepted broken words");
+      } catch (const vulkan::shader_error& e) {
+        CHECK_MESSAGE(std::string(e.what()).find("malformed at word " + word) != std::string::npos, e.what());
+      }
+    }
+  };
+  auto overrun = good;
+  overrun.back() = (200u << 16) | 56u;  // OpFunctionEnd claiming 200 words
+  refused(overrun, std::to_string(good.size() - 1));
+  auto zero = good;
+  zero[5] &= 0xffffu;  // the first instruction's word count 0
+  refused(zero, "5");
+  refused(std::vector<std::uint32_t>(good.begin(), good.begin() + 3), "0");
+}
+
 TEST_CASE("shared fill: every float component of every shared variable, the kernel's main after a barrier") {
   // Arrays of arrays, vectors, structs with a matrix, an inner array and an
   // integer member, a lone float, a float16 array; integers are left.

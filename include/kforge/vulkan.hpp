@@ -17,6 +17,8 @@
 #include "kforge/vulkan/handles.hpp"
 #include "kforge/vulkan/memory.hpp"
 #include "kforge/vulkan/compiler.hpp"
+// SPIR-V readers (module.hpp comes with the checker): control flow for the generation gate's static rules.
+#include "kforge/vulkan/spirv/flow.hpp"
 #include "kforge/vulkan/instance.hpp"
 #include "kforge/vulkan/device.hpp"
 #include "kforge/vulkan/pipelines.hpp"

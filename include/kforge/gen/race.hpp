@@ -1,19 +1,20 @@
-// kforge/gen/race.hpp — static checks on a compute kernel's SPIR-V, run by
-// the gate (gate.hpp) and the contract check (runner.hpp) before any case: a
+// kforge/gen/race.hpp — the shared-memory race rule on a compute kernel's
+// SPIR-V, run by the gate (gate.hpp) before any case: a
 // race that happens to change no output on one device (the missing-barrier
 // mutants on an H100) is still a race, and a behavioural gate cannot prove
 // one absent. docs/GENERATION.md ("The race check") states every rule below
 // and what it proves; this comment is the summary.
 //
-// The shared-memory race check (check_shared_races) looks at every load and
-// store whose pointer is rooted in a Workgroup-storage variable
-// (OpAccessChain and friends followed back to the variable), OpCopyMemory as
-// both, cooperative-matrix loads and stores, atomics (as writes, for rule 4
-// only) and execution barriers (OpControlBarrier of workgroup scope or wider).
-// The entry point's control-flow graph is expanded with every called function
-// inlined (glslang leaves helpers such as a workgroup sum as calls), and a
-// forward data flow finds pending accesses — ones not yet followed by a
-// barrier — per node. A step is the code between two barriers. Reported:
+// The check (check_shared_races) reads the accesses to Workgroup variables
+// and the barriers from shared_access.hpp: every load and store whose
+// pointer is rooted in a Workgroup-storage variable, OpCopyMemory as both,
+// cooperative-matrix loads and stores, atomics (as writes, for rule 4 only)
+// and execution barriers (OpControlBarrier of workgroup scope or wider), on
+// the entry point's control-flow graph with every called function inlined
+// (glslang leaves helpers such as a workgroup sum as calls). A forward data
+// flow finds pending accesses — ones not yet followed by a barrier — per
+// node. A step is the code between two barriers. Reported (rule 4 is
+// unwritten.hpp's, reported with these):
 //
 //  1. read after write within a step: a store to X reaches a load of X with
 //     no barrier between;
@@ -64,15 +65,9 @@
 // barrier does not either). Rule 4 looks at variables, not elements, and at
 // paths, not conditions.
 //
-// Two refusals that are about the contract's promise of the same bits on
-// every run, not about races (static_refusals; the contract check in
-// runner.hpp reports them at stage interface): float atomics (OpAtomicFAddEXT,
-// OpAtomicFMinEXT/FMaxEXT, an atomic on a float, or a compare-exchange whose
-// value is computed from float bits — the CAS loop of an atomic float add),
-// and RelaxedPrecision (mediump/lowp: fp16 arithmetic on many drivers).
-// Integer atomics stay allowed. shared_memory_use gives the bytes each
-// Workgroup variable declares (spec constants at their defaults, as the
-// host runs the kernel), for the device-limit check there.
+// The refusals about the contract's promise of the same bits on every run
+// (float atomics, RelaxedPrecision) and the shared memory a kernel declares
+// are static_rules.hpp's.
 #pragma once
 
 #ifndef KFORGE_GEN_INTERNAL
@@ -91,647 +86,35 @@
 #include <vector>
 
 #include "kforge/core/error.hpp"
-#include "kforge/core/json.hpp"
+#include "kforge/gen/shared_access.hpp"
+#include "kforge/gen/unwritten.hpp"
 
 namespace kforge::gen {
 
-/// One finding of the race check: `first` (a store, or a load for write
-/// after read) reaches `second` with no barrier in between; or, for kind
-/// "reads shared memory nothing wrote", `first` is the load (second empty).
-struct race_finding {
-  /// "read after write within a step", "write after read within a step",
-  /// "read after write across a loop iteration", "write after read across a
-  /// loop iteration", or "reads shared memory nothing wrote".
-  std::string kind;
-  std::string variable;  ///< the shared variable's name (or %id)
-  std::string first, second;  ///< "store at line 57", "load at line 63" (or the instruction's position)
-  bool unwritten() const { return kind == "reads shared memory nothing wrote"; }
-  std::string text() const {
-    if (unwritten())
-      return "reads shared memory nothing wrote: " + first + " of '" + variable +
-             "' (no store to it comes before on any path from the entry; loops taken as running at least once)";
-    return "shared memory race (" + kind + "): " + first + " reaches " + second + " of '" + variable +
-           "' without a barrier";
-  }
-};
-
-struct race_report {
-  int shared_variables = 0, accesses = 0, barriers = 0;
-  std::vector<race_finding> findings;
-  bool race() const { return !findings.empty(); }
-  std::string to_json() const {
-    json_writer w;
-    w.begin_object().field("shared_variables", shared_variables).field("accesses", accesses).field("barriers", barriers);
-    w.field("race", race()).key("findings").begin_array();
-    for (const auto& f : findings) w.value(f.text());
-    w.end_array().end_object();
-    return w.str();
-  }
-};
-
-/// One Workgroup variable and the bytes it declares (known: false where a
-/// length is not a constant the check can work out).
-struct shared_variable_use {
-  std::string name;
-  std::uint64_t bytes = 0;
-  bool known = true;
-};
-
 namespace detail {
-
-// ---- the module --------------------------------------------------------------
-
-/// Where an instruction's result id is: 0 none, 1 word 1 (types, labels), 2 word 2 (after the result type).
-inline int spv_result_layout(std::uint32_t op) {
-  switch (op) {
-    case 7: case 11: case 73: case 248: case 4456: case 5358: case 322: case 4472: case 5341:
-      return 1;
-    case 0: case 2: case 3: case 4: case 5: case 6: case 8: case 10: case 14: case 15: case 16: case 17: case 39:
-    case 62: case 63: case 64: case 71: case 72: case 74: case 75: case 224: case 225: case 228: case 246: case 247:
-    case 249: case 250: case 251: case 252: case 253: case 254: case 255: case 256: case 257: case 317: case 330:
-    case 331: case 332: case 4416: case 4458: case 5360: case 5380: case 5632: case 5633:
-      return 0;
-    default:
-      return op >= 19 && op <= 38 ? 1 : 2;
-  }
-}
-
-struct spv_type {
-  enum kind_t { other, boolean, integer, floating, vector, matrix, array, runtime_array, structure, pointer } kind = other;
-  std::uint32_t width = 0, sign = 0, elem = 0, length = 0, storage = 0;  // length: components, or the array length's id
-  std::vector<std::uint32_t> members;
-};
-
-/// A SPIR-V module as a table of instructions, with names, decorations,
-/// types and the constants' values (spec constants at their defaults).
-class spv_module {
- public:
-  struct inst {
-    std::uint32_t op = 0, n = 0;
-    std::size_t at = 0;
-    std::uint32_t line = 0, fn = 0;
-  };
-
-  explicit spv_module(const std::vector<std::uint32_t>& words) : w(words) {
-    if (w.size() < 5 || w[0] != 0x07230203u) throw error("kforge::gen: static check: not a SPIR-V module");
-    std::uint32_t line = 0, fn = 0;
-    for (std::size_t i = 5; i < w.size();) {
-      const std::uint32_t op = w[i] & 0xffffu, n = w[i] >> 16;
-      if (n == 0 || i + n > w.size()) throw error("kforge::gen: static check: malformed SPIR-V instruction");
-      const std::uint32_t* a = &w[i];
-      if (op == 8 && n >= 3) line = a[2];
-      if (op == 317 || op == 56) line = 0;
-      if (op == 54 && n >= 3) fn = a[2];
-      insts.push_back({op, n, i, line, fn});
-      const std::size_t k = insts.size() - 1;
-      const int lay = spv_result_layout(op);
-      if (lay == 1 && n >= 2) def[a[1]] = k;
-      if (lay == 2 && n >= 3) def[a[2]] = k;
-      switch (op) {
-        case 5:  // OpName
-          if (n >= 3) names[a[1]] = std::string(reinterpret_cast<const char*>(&a[2]), strnlen(reinterpret_cast<const char*>(&a[2]), (n - 2) * 4));
-          break;
-        case 6:  // OpMemberName
-          if (n >= 4)
-            member_names[{a[1], a[2]}] =
-                std::string(reinterpret_cast<const char*>(&a[3]), strnlen(reinterpret_cast<const char*>(&a[3]), (n - 3) * 4));
-          break;
-        case 15:  // OpEntryPoint
-          if (n >= 3 && a[1] == 5 && !entry) entry = a[2];  // GLCompute
-          break;
-        case 71:  // OpDecorate
-          if (n >= 3 && a[2] == 0) relaxed.push_back(a[1]);
-          if (n >= 4 && a[2] == 11) builtin[a[1]] = a[3];
-          if (n >= 4 && a[2] == 1) spec_id[a[1]] = a[3];
-          break;
-        case 72:  // OpMemberDecorate
-          if (n >= 4 && a[3] == 0) relaxed_members.push_back({a[1], a[2]});
-          break;
-        case 20: types[a[1]].kind = spv_type::boolean; break;
-        case 21: types[a[1]] = {spv_type::integer, a[2], a[3], 0, 0, 0, {}}; break;
-        case 22: types[a[1]] = {spv_type::floating, a[2], 0, 0, 0, 0, {}}; break;
-        case 23: types[a[1]] = {spv_type::vector, 0, 0, a[2], a[3], 0, {}}; break;
-        case 24: types[a[1]] = {spv_type::matrix, 0, 0, a[2], a[3], 0, {}}; break;
-        case 28: types[a[1]] = {spv_type::array, 0, 0, a[2], a[3], 0, {}}; break;
-        case 29: types[a[1]] = {spv_type::runtime_array, 0, 0, a[2], 0, 0, {}}; break;
-        case 30: {
-          spv_type t;
-          t.kind = spv_type::structure;
-          t.members.assign(a + 2, a + n);
-          types[a[1]] = t;
-          break;
-        }
-        case 32: types[a[1]] = {spv_type::pointer, 0, 0, a[3], 0, a[2], {}}; break;
-        case 56: fn = 0; break;
-        default: break;
-      }
-      i += n;
-    }
-  }
-
-  std::vector<std::uint32_t> w;
-  std::vector<inst> insts;
-  std::unordered_map<std::uint32_t, std::size_t> def;  // result id -> instruction
-  std::map<std::uint32_t, spv_type> types;
-  std::map<std::uint32_t, std::string> names;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, std::string> member_names;
-  std::map<std::uint32_t, std::uint32_t> builtin, spec_id;
-  std::vector<std::uint32_t> relaxed;
-  std::vector<std::pair<std::uint32_t, std::uint32_t>> relaxed_members;
-  std::uint32_t entry = 0;
-
-  const std::uint32_t* at(std::size_t i) const { return &w[insts[i].at]; }
-  const inst* def_of(std::uint32_t id) const {
-    const auto it = def.find(id);
-    return it == def.end() ? nullptr : &insts[it->second];
-  }
-  std::uint32_t op_of(std::uint32_t id) const {
-    const inst* d = def_of(id);
-    return d ? d->op : 0;
-  }
-  std::uint32_t type_of(std::uint32_t id) const {
-    const inst* d = def_of(id);
-    return d && spv_result_layout(d->op) == 2 ? w[d->at + 1] : 0;
-  }
-  const spv_type* type(std::uint32_t t) const {
-    const auto it = types.find(t);
-    return it == types.end() ? nullptr : &it->second;
-  }
-  /// A float scalar or vector type.
-  bool is_float(std::uint32_t t) const {
-    const spv_type* p = type(t);
-    if (p && p->kind == spv_type::vector) p = type(p->elem);
-    return p && p->kind == spv_type::floating;
-  }
-  bool is_unsigned_int(std::uint32_t t) const {
-    const spv_type* p = type(t);
-    return p && p->kind == spv_type::integer && p->sign == 0;
-  }
-  std::string name(std::uint32_t id) const {
-    const auto it = names.find(id);
-    if (it != names.end() && !it->second.empty()) return it->second;
-    std::string s = "%";
-    s += std::to_string(id);
-    return s;
-  }
-  /// A constant's value, spec constants at their defaults (OpSpecConstantOp evaluated for
-  /// the integer operations array sizes use); nothing where it is not a constant.
-  std::optional<std::uint64_t> eval(std::uint32_t id, int depth = 0) const {
-    const inst* d = def_of(id);
-    if (!d || depth > 64) return std::nullopt;
-    const std::uint32_t* a = &w[d->at];
-    switch (d->op) {
-      case 41: case 48: return 1;  // true
-      case 42: case 49: return 0;
-      case 43: case 50: return d->n >= 4 ? std::optional<std::uint64_t>(a[3]) : std::nullopt;
-      case 46: return 0;  // OpConstantNull
-      case 52: {  // OpSpecConstantOp: type, result, opcode, operands
-        if (d->n < 5) return std::nullopt;
-        const std::uint32_t sop = a[3];
-        if (sop == 81) {  // CompositeExtract: composite, literal indices
-          const inst* c = def_of(a[4]);
-          if (!c || (c->op != 44 && c->op != 51) || d->n < 6) return std::nullopt;
-          const std::uint32_t k = a[5];
-          if (3 + k >= c->n) return std::nullopt;
-          return eval(w[c->at + 3 + k], depth + 1);
-        }
-        const auto x = eval(a[4], depth + 1);
-        const auto y = d->n >= 6 ? eval(a[5], depth + 1) : std::nullopt;
-        if (!x) return std::nullopt;
-        const std::uint32_t u = static_cast<std::uint32_t>(*x), v = y ? static_cast<std::uint32_t>(*y) : 0;
-        switch (sop) {
-          case 113: case 114: case 124: return u;  // UConvert, SConvert, Bitcast
-          case 126: return static_cast<std::uint32_t>(-static_cast<std::int32_t>(u));
-          case 200: return ~u;
-          default: break;
-        }
-        if (!y) return std::nullopt;
-        switch (sop) {
-          case 128: return u + v;
-          case 130: return u - v;
-          case 132: return static_cast<std::uint64_t>(u) * v;
-          case 134: return v ? std::optional<std::uint64_t>(u / v) : std::nullopt;
-          case 135: return v ? std::optional<std::uint64_t>(static_cast<std::uint32_t>(static_cast<std::int32_t>(u) / static_cast<std::int32_t>(v))) : std::nullopt;
-          case 137: return v ? std::optional<std::uint64_t>(u % v) : std::nullopt;
-          case 194: return v < 32 ? u >> v : 0;
-          case 196: return v < 32 ? u << v : 0;
-          case 197: return u | v;
-          case 198: return u ^ v;
-          case 199: return u & v;
-          case 170: return u == v;
-          case 171: return u != v;
-          case 172: return u > v;
-          case 176: return u < v;
-          case 169: {  // Select: cond, a, b
-            const auto z = d->n >= 7 ? eval(a[6], depth + 1) : std::nullopt;
-            if (!z) return std::nullopt;
-            return u ? v : static_cast<std::uint32_t>(*z);
-          }
-          default: return std::nullopt;
-        }
-      }
-      default: return std::nullopt;
-    }
-  }
-  /// Bytes a type takes, packed tight (vec3 12, no padding); nothing where a length is not a constant.
-  std::optional<std::uint64_t> byte_size(std::uint32_t t, int depth = 0) const {
-    const spv_type* p = type(t);
-    if (!p || depth > 32) return std::nullopt;
-    switch (p->kind) {
-      case spv_type::boolean: return 4;
-      case spv_type::integer: case spv_type::floating: return p->width / 8;
-      case spv_type::vector: case spv_type::matrix: {
-        const auto e = byte_size(p->elem, depth + 1);
-        if (!e) return std::nullopt;
-        return *e * p->length;
-      }
-      case spv_type::array: {
-        const auto e = byte_size(p->elem, depth + 1);
-        const auto n = eval(p->length);
-        if (!e || !n) return std::nullopt;
-        return *e * *n;
-      }
-      case spv_type::runtime_array: return 0;
-      case spv_type::structure: {
-        std::uint64_t s = 0;
-        for (std::uint32_t m : p->members) {
-          const auto e = byte_size(m, depth + 1);
-          if (!e) return std::nullopt;
-          s += *e;
-        }
-        return s;
-      }
-      default: return std::nullopt;
-    }
-  }
-};
-
-inline bool spv_atomic_writes(std::uint32_t op) {
-  return op == 228 || (op >= 229 && op <= 242) || op == 6035 || op == 5614 || op == 5615;
-}
-
-// ---- the race check ------------------------------------------------------------
-
-struct spv_event {
-  enum kind_t { load, store, barrier, call, write } kind;  // write: an atomic (for rule 4 only)
-  std::uint32_t var = 0;     // load/store/write: the shared variable; call: the callee
-  int access = -1;           // index into the access list (load/store/write)
-};
-
-struct spv_block {
-  std::uint32_t label = 0;
-  std::size_t first = 0, last = 0;  // instructions [first, last)
-  std::vector<spv_event> events;
-  std::vector<std::uint32_t> succ;
-  bool loop_header = false, returns = false;
-  std::uint32_t cond = 0, on_true = 0, on_false = 0;  // OpBranchConditional
-};
-
-struct spv_function {
-  std::uint32_t id = 0;
-  std::vector<spv_block> blocks;
-  std::map<std::uint32_t, int> index;  // label -> block
-  std::vector<std::vector<int>> preds;
-  std::vector<int> idom;
-  std::vector<std::map<std::uint32_t, std::set<long>>> rd_in;  // reaching stores of function variables per block
-  bool rd_done = false;
-};
-
-/// A guard that holds where an access runs: lhs < rhs (lt), lhs <= rhs (le),
-/// lhs == rhs (eq) or lhs != rhs (ne), on canonical expressions.
-struct spv_fact {
-  enum kind_t { lt, le, eq, ne } kind;
-  int lhs, rhs;
-};
-
-struct spv_access {
-  bool is_store = false, write_only = false;  // write_only: an atomic
-  bool whole = false;  // a cooperative-matrix or OpCopyMemory access: many elements
-  std::uint32_t var = 0, fn = 0;
-  int block = -1;
-  std::size_t inst = 0;
-  std::string where;
-  std::vector<int> chain;  // canonical expressions of the indices
-  std::vector<spv_fact> facts;
-};
-
-/// The expanded graph: one node per straight run of events, calls inlined.
-struct race_graph {
-  struct node {
-    std::vector<spv_event> events;
-    /// (node, edge): 0 a forward edge; 1 a loop's back edge (pending
-    /// accesses are carried round, marked as from the last iteration).
-    std::vector<std::pair<int, int>> succ;
-  };
-  std::vector<node> nodes;
-};
 
 class race_analysis {
  public:
-  explicit race_analysis(const std::vector<std::uint32_t>& w) : m_(w) {
-    // The local size x: the WorkgroupSize built-in (its spec constant's default, as the host runs
-    // the kernel), else the LocalSize execution mode.
-    for (const auto& in : m_.insts)
-      if (in.op == 16 && in.n >= 4 && m_.w[in.at + 2] == 17) local_size_ = m_.w[in.at + 3];
-    for (const auto& [id, b] : m_.builtin)
-      if (b == 25)
-        if (const auto* d = m_.def_of(id); d && (d->op == 44 || d->op == 51) && d->n >= 4)
-          if (const auto v = m_.eval(m_.w[d->at + 3])) local_size_ = static_cast<std::uint32_t>(*v);
-    parse();
+  explicit race_analysis(const std::vector<std::uint32_t>& w)
+      : s_(w), m_(s_.m), accesses_(s_.accesses), local_size_(s_.local_size) {
+    for (auto& a : accesses_)
+      for (std::uint32_t x : a.index_ids) a.chain.push_back(key(x));
   }
 
   race_report run() {
     race_report rep;
-    rep.shared_variables = static_cast<int>(shared_.size());
+    rep.shared_variables = static_cast<int>(s_.shared.size());
     for (const auto& a : accesses_) rep.accesses += a.write_only ? 0 : 1;
-    rep.barriers = barriers_;
-    if (shared_.empty() || !functions_.count(m_.entry)) return rep;
+    rep.barriers = s_.barriers;
+    if (s_.shared.empty() || !s_.cfg.functions.count(m_.entry)) return rep;
     for (auto& a : accesses_) a.facts = facts_at(a);
-    race_graph g;
-    std::vector<int> exits;
-    expand(g, m_.entry, 0, exits);
-    loops(g);
+    const race_graph g = s_.expanded();
     flow(g, rep);
-    unwritten(g, rep);
+    unwritten_reads(s_, g, rep);
     return rep;
   }
 
  private:
-  // ---- parsing ----
-  void parse() {
-    std::uint32_t cur_fn = 0;
-    spv_block* blk = nullptr;
-    std::map<std::uint32_t, int> nth;  // per variable: accesses so far (for positions without lines)
-    for (const auto& [id, k] : m_.def) {
-      const auto& in = m_.insts[k];
-      if (in.op == 59 && m_.w[in.at + 3] == 4) shared_.insert(id);  // OpVariable Workgroup
-      if (in.op == 59 && m_.w[in.at + 3] == 4 && in.n >= 5) initialised_.insert(id);
-    }
-    auto access = [&](std::size_t k, std::uint32_t ptr, bool store, bool whole, bool write_only = false) {
-      std::vector<std::uint32_t> idx;
-      const std::uint32_t root = root_of(ptr, idx);
-      if (!shared_.count(root) || !blk) return;
-      spv_access a;
-      a.is_store = store;
-      a.write_only = write_only;
-      a.whole = whole;
-      a.var = root;
-      a.fn = cur_fn;
-      a.block = static_cast<int>(functions_[cur_fn].blocks.size()) - 1;
-      a.inst = k;
-      const std::uint32_t line = m_.insts[k].line;
-      const int nk = ++nth[a.var];
-      a.where = std::string(write_only ? "atomic" : store ? "store" : "load") +
-                (line ? " at line " + std::to_string(line) : " #" + std::to_string(nk) + " of the variable");
-      accesses_.push_back(a);
-      pending_chains_.push_back(idx);
-      blk->events.push_back({write_only ? spv_event::write : store ? spv_event::store : spv_event::load, a.var,
-                             static_cast<int>(accesses_.size()) - 1});
-    };
-    for (std::size_t k = 0; k < m_.insts.size(); ++k) {
-      const auto& in = m_.insts[k];
-      const std::uint32_t* a = m_.at(k);
-      if (blk && in.op != 248) blk->last = k + 1;
-      switch (in.op) {
-        case 54:  // OpFunction
-          cur_fn = a[2];
-          functions_[cur_fn].id = cur_fn;
-          break;
-        case 56:  // OpFunctionEnd
-          cur_fn = 0;
-          blk = nullptr;
-          break;
-        case 248: {  // OpLabel
-          auto& f = functions_[cur_fn];
-          f.index[a[1]] = static_cast<int>(f.blocks.size());
-          f.blocks.push_back({});
-          f.blocks.back().label = a[1];
-          f.blocks.back().first = k;
-          f.blocks.back().last = k + 1;
-          blk = &f.blocks.back();
-          break;
-        }
-        case 246:  // OpLoopMerge
-          if (blk) blk->loop_header = true;
-          break;
-        case 249:  // OpBranch
-          if (blk) blk->succ.push_back(a[1]);
-          break;
-        case 250:  // OpBranchConditional
-          if (blk) {
-            blk->succ.insert(blk->succ.end(), {a[2], a[3]});
-            blk->cond = a[1], blk->on_true = a[2], blk->on_false = a[3];
-          }
-          break;
-        case 251:  // OpSwitch: selector, default, then (32-bit literal, label) pairs
-          if (blk) {
-            blk->succ.push_back(a[2]);
-            for (std::uint32_t j = 3; j + 1 < in.n; j += 2) blk->succ.push_back(a[j + 1]);
-          }
-          break;
-        case 253: case 254:  // OpReturn, OpReturnValue
-          if (blk) blk->returns = true;
-          break;
-        case 61:  // OpLoad: type, result, pointer
-          access(k, a[3], false, false);
-          break;
-        case 62:  // OpStore: pointer, object
-          access(k, a[1], true, false);
-          break;
-        case 63:  // OpCopyMemory: target, source
-          access(k, a[2], false, true);
-          access(k, a[1], true, true);
-          break;
-        case 4457: case 5359:  // OpCooperativeMatrixLoadKHR / NV: type, result, pointer
-          access(k, a[3], false, true);
-          break;
-        case 4458: case 5360:  // OpCooperativeMatrixStoreKHR / NV: pointer, object
-          access(k, a[1], true, true);
-          break;
-        case 224: {  // OpControlBarrier: execution scope, memory scope, semantics
-          const auto scope = m_.eval(a[1]);
-          // Scope: 0 CrossDevice, 1 Device, 2 Workgroup, 3 Subgroup, 4 Invocation.
-          if (blk && scope && *scope <= 2) {
-            blk->events.push_back({spv_event::barrier});
-            ++barriers_;
-          }
-          break;
-        }
-        case 57:  // OpFunctionCall: type, result, function, args
-          if (blk) blk->events.push_back({spv_event::call, a[3]});
-          break;
-        default:
-          if (spv_atomic_writes(in.op)) access(k, in.op == 228 ? a[1] : a[3], true, true, true);
-          break;
-      }
-    }
-    for (auto& [id, f] : functions_) graph_of(f);
-    for (std::size_t i = 0; i < accesses_.size(); ++i)
-      for (std::uint32_t x : pending_chains_[i]) accesses_[i].chain.push_back(key(x));
-  }
-
-  /// The variable (or parameter) a pointer is rooted in; `idx` gets the indices on the way.
-  std::uint32_t root_of(std::uint32_t ptr, std::vector<std::uint32_t>& idx) const {
-    std::vector<std::vector<std::uint32_t>> parts;
-    for (int guard = 0; guard < 64; ++guard) {
-      const auto* d = m_.def_of(ptr);
-      if (!d) break;
-      const std::uint32_t* a = &m_.w[d->at];
-      if (d->op == 65 || d->op == 66 || d->op == 67 || d->op == 70) {  // access chains (67/70: with an element first)
-        parts.emplace_back(a + 4, a + d->n);
-        ptr = a[3];
-      } else if (d->op == 83) {  // OpCopyObject
-        ptr = a[3];
-      } else {
-        break;
-      }
-    }
-    for (auto it = parts.rbegin(); it != parts.rend(); ++it) idx.insert(idx.end(), it->begin(), it->end());
-    return ptr;
-  }
-
-  void graph_of(spv_function& f) {
-    const std::size_t n = f.blocks.size();
-    f.preds.assign(n, {});
-    for (std::size_t b = 0; b < n; ++b)
-      for (std::uint32_t s : f.blocks[b].succ)
-        if (auto it = f.index.find(s); it != f.index.end()) f.preds[static_cast<std::size_t>(it->second)].push_back(static_cast<int>(b));
-    // Dominators (Cooper, Harvey, Kennedy) over a reverse post-order.
-    std::vector<int> order, pos(n, -1);
-    std::vector<char> seen(n, 0);
-    std::vector<std::pair<int, std::size_t>> stack;
-    if (n) stack.push_back({0, 0}), seen[0] = 1;
-    while (!stack.empty()) {
-      auto& [b, i] = stack.back();
-      const auto& succ = f.blocks[static_cast<std::size_t>(b)].succ;
-      if (i < succ.size()) {
-        const auto it = f.index.find(succ[i++]);
-        if (it != f.index.end() && !seen[static_cast<std::size_t>(it->second)]) {
-          seen[static_cast<std::size_t>(it->second)] = 1;
-          stack.push_back({it->second, 0});
-        }
-      } else {
-        order.push_back(b);
-        stack.pop_back();
-      }
-    }
-    std::reverse(order.begin(), order.end());
-    for (std::size_t i = 0; i < order.size(); ++i) pos[static_cast<std::size_t>(order[i])] = static_cast<int>(i);
-    f.idom.assign(n, -1);
-    if (!n) return;
-    f.idom[0] = 0;
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (int b : order) {
-        if (b == 0) continue;
-        int nd = -1;
-        for (int p : f.preds[static_cast<std::size_t>(b)]) {
-          if (f.idom[static_cast<std::size_t>(p)] < 0) continue;
-          if (nd < 0) {
-            nd = p;
-            continue;
-          }
-          int x = p, y = nd;
-          while (x != y) {
-            while (pos[static_cast<std::size_t>(x)] > pos[static_cast<std::size_t>(y)]) x = f.idom[static_cast<std::size_t>(x)];
-            while (pos[static_cast<std::size_t>(y)] > pos[static_cast<std::size_t>(x)]) y = f.idom[static_cast<std::size_t>(y)];
-          }
-          nd = x;
-        }
-        if (nd >= 0 && f.idom[static_cast<std::size_t>(b)] != nd) f.idom[static_cast<std::size_t>(b)] = nd, changed = true;
-      }
-    }
-  }
-  static bool dominates(const spv_function& f, int a, int b) {
-    for (int guard = 0; b >= 0 && guard < 100000; ++guard) {
-      if (a == b) return true;
-      const int up = f.idom[static_cast<std::size_t>(b)];
-      if (up == b || up < 0) return false;
-      b = up;
-    }
-    return false;
-  }
-
-  // ---- reaching stores of function variables ----
-
-  /// The function variable a store/load pointer is rooted in (0 where it is not one).
-  std::uint32_t function_var(std::uint32_t ptr, bool* direct = nullptr) const {
-    std::vector<std::uint32_t> idx;
-    const std::uint32_t r = root_of(ptr, idx);
-    const auto* d = m_.def_of(r);
-    if (!d || d->op != 59 || m_.w[d->at + 3] != 7) return 0;
-    if (direct) *direct = idx.empty();
-    return r;
-  }
-  /// The function variables instruction k defines (stores, initialisers, calls given their pointer).
-  void defs_of(std::size_t k, std::vector<std::uint32_t>& out) const {
-    const auto& in = m_.insts[k];
-    const std::uint32_t* a = m_.at(k);
-    out.clear();
-    if (in.op == 62 || in.op == 63) {
-      if (std::uint32_t v = function_var(a[1])) out.push_back(v);
-    } else if (in.op == 59 && in.n >= 5 && a[3] == 7) {
-      out.push_back(a[2]);
-    } else if (in.op == 57) {
-      for (std::uint32_t j = 4; j < in.n; ++j)
-        if (std::uint32_t v = function_var(a[j])) out.push_back(v);
-    }
-  }
-  void reaching(spv_function& f) {
-    if (f.rd_done) return;
-    f.rd_done = true;
-    const std::size_t n = f.blocks.size();
-    std::vector<std::map<std::uint32_t, long>> gen(n);  // last def per variable in the block
-    std::vector<std::uint32_t> vs;
-    for (std::size_t b = 0; b < n; ++b)
-      for (std::size_t k = f.blocks[b].first; k < f.blocks[b].last; ++k) {
-        defs_of(k, vs);
-        for (std::uint32_t v : vs) gen[b][v] = static_cast<long>(k);
-      }
-    f.rd_in.assign(n, {});
-    std::vector<std::map<std::uint32_t, std::set<long>>> out(n);
-    // The entry: every variable undefined (-1) unless its OpVariable initialises it (then it is in gen).
-    std::set<std::uint32_t> vars;
-    for (std::size_t b = 0; b < n; ++b)
-      for (const auto& [v, d] : gen[b]) vars.insert(v);
-    for (std::uint32_t v : vars) f.rd_in[0][v] = {-1};
-    for (bool changed = true; changed;) {
-      changed = false;
-      for (std::size_t b = 0; b < n; ++b) {
-        auto in = b == 0 ? f.rd_in[0] : std::map<std::uint32_t, std::set<long>>{};
-        for (int p : f.preds[b])
-          for (const auto& [v, s] : out[static_cast<std::size_t>(p)]) in[v].insert(s.begin(), s.end());
-        auto o = in;
-        for (const auto& [v, d] : gen[b]) o[v] = {d};
-        f.rd_in[b] = std::move(in);
-        if (o != out[b]) out[b] = std::move(o), changed = true;
-      }
-    }
-  }
-  /// The stores of function variable v that reach instruction k (in block b of f): -1 undefined.
-  std::set<long> reaching_at(spv_function& f, int b, std::size_t k, std::uint32_t v) {
-    reaching(f);
-    const spv_block& blk = f.blocks[static_cast<std::size_t>(b)];
-    std::vector<std::uint32_t> vs;
-    for (std::size_t j = k; j-- > blk.first;) {
-      defs_of(j, vs);
-      if (std::find(vs.begin(), vs.end(), v) != vs.end()) return {static_cast<long>(j)};
-    }
-    const auto& in = f.rd_in[static_cast<std::size_t>(b)];
-    const auto it = in.find(v);
-    return it == in.end() ? std::set<long>{-1} : it->second;
-  }
-  /// Function and block of instruction k.
-  std::pair<spv_function*, int> place(std::size_t k) {
-    const std::uint32_t fn = m_.insts[k].fn;
-    const auto it = functions_.find(fn);
-    if (it == functions_.end()) return {nullptr, -1};
-    auto& bl = it->second.blocks;
-    const auto b = std::upper_bound(bl.begin(), bl.end(), k, [](std::size_t x, const spv_block& y) { return x < y.first; });
-    if (b == bl.begin()) return {&it->second, -1};
-    return {&it->second, static_cast<int>(b - bl.begin()) - 1};
-  }
-
   // ---- canonical expressions ----
   struct knode {
     std::string sig;
@@ -800,7 +183,7 @@ class race_analysis {
     if (!d) return const_node(id);  // a literal
     if (depth > 200 || ++work_ > 2000000) return leaf("deep@" + std::to_string(id), 0, false);
     const std::uint32_t* a = &m_.w[d->at];
-    const std::uint32_t type = spv_result_layout(d->op) == 2 ? a[1] : 0;
+    const std::uint32_t type = vulkan::spirv::result_layout(d->op) == 2 ? a[1] : 0;
     switch (d->op) {
       case 41: case 48: return leaf("kt", type, true);
       case 42: case 49: return leaf("kf", type, true);
@@ -865,7 +248,7 @@ class race_analysis {
         if ((d->op >= 261 && d->op <= 270) || (d->op >= 333 && d->op <= 366) || d->op == 4421 || d->op == 4428 ||
             d->op == 4429 || d->op == 4430 || d->op == 4431 || d->op == 4432 || d->op == 5294 || d->op == 5295 || d->op == 5296)
           return leaf("group@" + std::to_string(id), type, false);
-        if (spv_result_layout(d->op) != 2) return leaf("id@" + std::to_string(id), type, false);
+        if (vulkan::spirv::result_layout(d->op) != 2) return leaf("id@" + std::to_string(id), type, false);
         return generic(d->op, type, std::vector<std::uint32_t>(a + 3, a + d->n), depth);
     }
   }
@@ -916,7 +299,7 @@ class race_analysis {
 
   int load_key(std::size_t k, std::uint32_t ptr, std::uint32_t type, int depth) {
     std::vector<std::uint32_t> idx;
-    const std::uint32_t root = root_of(ptr, idx);
+    const std::uint32_t root = s_.cfg.root_of(ptr, idx);
     std::vector<int> ik;
     for (std::uint32_t x : idx) ik.push_back(key(x, depth + 1));
     const auto* rd = m_.def_of(root);
@@ -941,9 +324,9 @@ class race_analysis {
     if (rd && rd->op == 59 && (sc == 9 || sc == 2 || sc == 0))  // push constants, uniforms
       return ext_node(leaf("pc%" + std::to_string(root), 0, true), ik, type);
     if (rd && rd->op == 59 && sc == 7) {  // a function variable: its reaching stores
-      auto [f, b] = place(k);
+      auto [f, b] = s_.cfg.place(k);
       if (!f || b < 0) return leaf("ld@" + std::to_string(load_id), type, false);
-      const std::set<long> defs = reaching_at(*f, b, k, root);
+      const std::set<long> defs = s_.cfg.reaching_at(*f, b, k, root);
       return ext_node(var_value(*f, root, defs, depth), ik, type);
     }
     if (rd && rd->op == 55)  // a function parameter (a pointer): the same within the call
@@ -954,7 +337,7 @@ class race_analysis {
   }
   /// The value a function variable holds given the stores that reach: the stored value where
   /// one store reaches, else a phi of them (itself `self` where a store refers back to it).
-  int var_value(spv_function& f, std::uint32_t var, const std::set<long>& defs, int depth) {
+  int var_value(vulkan::spirv::function& f, std::uint32_t var, const std::set<long>& defs, int depth) {
     const auto pk = std::make_pair(var, defs);
     if (const auto it = var_memo_.find(pk); it != var_memo_.end()) return it->second;
     if (const auto it = open_.find(pk); it != open_.end()) return self_node(it->second);
@@ -971,7 +354,7 @@ class race_analysis {
       const auto& in = m_.insts[k];
       const std::uint32_t* a = m_.at(k);
       bool direct = false;
-      if (in.op == 62 && function_var(a[1], &direct) == var && direct) kids.push_back(key(a[2], depth + 1));
+      if (in.op == 62 && s_.cfg.function_var(a[1], &direct) == var && direct) kids.push_back(key(a[2], depth + 1));
       else if (in.op == 59 && in.n >= 5) kids.push_back(key(a[4], depth + 1));
       else kids.push_back(leaf("def@" + std::to_string(k), 0, false));  // part of it, or a call's
     }
@@ -1002,14 +385,14 @@ class race_analysis {
       return;
     }
     if (op == 245) {  // the phi glslang makes of a short-circuit `a && b` (or `a || b`)
-      auto [f, b] = place(m_.def.at(cond));
+      auto [f, b] = s_.cfg.place(m_.def.at(cond));
       if (!f || b < 0) return;
       const std::uint32_t here = f->blocks[static_cast<std::size_t>(b)].label;
       std::vector<std::pair<std::uint32_t, int>> live;  // (value, parent block) that can give `truth`
       for (std::uint32_t j = 3; j + 1 < d->n; j += 2) {
         const auto it = f->index.find(a[j + 1]);
         if (it == f->index.end()) return;
-        const spv_block& pb = f->blocks[static_cast<std::size_t>(it->second)];
+        const vulkan::spirv::block& pb = f->blocks[static_cast<std::size_t>(it->second)];
         // The parent branches on this very value and comes here on its other side: it gives !truth.
         if (pb.cond == a[j] && (truth ? pb.on_false : pb.on_true) == here && pb.on_true != pb.on_false) continue;
         live.push_back({a[j], it->second});
@@ -1019,7 +402,7 @@ class race_analysis {
       // ... and the branch that led to its block: `a` for `a && b`.
       const auto& preds = f->preds[static_cast<std::size_t>(live[0].second)];
       if (preds.size() == 1) {
-        const spv_block& pb = f->blocks[static_cast<std::size_t>(preds[0])];
+        const vulkan::spirv::block& pb = f->blocks[static_cast<std::size_t>(preds[0])];
         const std::uint32_t lbl = f->blocks[static_cast<std::size_t>(live[0].second)].label;
         if (pb.cond && pb.on_true != pb.on_false && (pb.on_true == lbl || pb.on_false == lbl))
           facts_of(pb.cond, pb.on_true == lbl, out, depth + 1);
@@ -1042,16 +425,16 @@ class race_analysis {
   /// whose taken side (entered from the branch alone) dominates its block.
   std::vector<spv_fact> facts_at(const spv_access& a) {
     std::vector<spv_fact> out;
-    auto& f = functions_[a.fn];
+    auto& f = s_.cfg.functions[a.fn];
     for (std::size_t b = 0; b < f.blocks.size(); ++b) {
-      const spv_block& blk = f.blocks[b];
+      const vulkan::spirv::block& blk = f.blocks[b];
       if (!blk.cond || blk.on_true == blk.on_false) continue;
       for (const bool truth : {true, false}) {
         const auto it = f.index.find(truth ? blk.on_true : blk.on_false);
         if (it == f.index.end()) continue;
         const auto& preds = f.preds[static_cast<std::size_t>(it->second)];
         if (preds.size() != 1 || preds[0] != static_cast<int>(b)) continue;
-        if (dominates(f, it->second, a.block)) facts_of(blk.cond, truth, out);
+        if (f.dominates(it->second, a.block)) facts_of(blk.cond, truth, out);
       }
     }
     return out;
@@ -1940,81 +1323,6 @@ class race_analysis {
     return !own(x, y, true) && !chunks_apart(x, y, true) && !constants_apart(x, y) && !ranges_apart(x, y);
   }
 
-  // ---- the expanded graph ----
-  /// Adds function fn to g (each call a fresh copy); returns its entry node
-  /// and appends its returning nodes to `exits`.
-  int expand(race_graph& g, std::uint32_t fn, int depth, std::vector<int>& exits) {
-    if (depth > 32) throw error("kforge::gen: race check: calls nested deeper than 32");
-    const spv_function& f = functions_.at(fn);
-    std::vector<int> first(f.blocks.size()), last(f.blocks.size());
-    for (std::size_t b = 0; b < f.blocks.size(); ++b) {
-      int cur = static_cast<int>(g.nodes.size());
-      g.nodes.emplace_back();
-      first[b] = cur;
-      for (const spv_event& e : f.blocks[b].events) {
-        if (e.kind != spv_event::call || !functions_.count(e.var)) {
-          if (e.kind != spv_event::call) g.nodes[static_cast<std::size_t>(cur)].events.push_back(e);
-          continue;
-        }
-        std::vector<int> callee_exits;
-        const int entry = expand(g, e.var, depth + 1, callee_exits);
-        g.nodes[static_cast<std::size_t>(cur)].succ.push_back({entry, 0});
-        const int next = static_cast<int>(g.nodes.size());
-        g.nodes.emplace_back();
-        for (int x : callee_exits) g.nodes[static_cast<std::size_t>(x)].succ.push_back({next, 0});
-        cur = next;
-      }
-      last[b] = cur;
-      if (f.blocks[b].returns) exits.push_back(cur);
-    }
-    for (std::size_t b = 0; b < f.blocks.size(); ++b)
-      for (std::uint32_t s : f.blocks[b].succ) {
-        const auto it = f.index.find(s);
-        if (it == f.index.end()) continue;
-        const auto t = static_cast<std::size_t>(it->second);
-        // Blocks come in dominance order: a branch to a loop header at or
-        // before this block is the loop's back edge.
-        const int kind = f.blocks[t].loop_header && t <= b ? 1 : 0;
-        g.nodes[static_cast<std::size_t>(last[b])].succ.push_back({first[t], kind});
-      }
-    return first.empty() ? -1 : first[0];
-  }
-
-  /// The back edges of the expanded graph, the nodes of their loops, and the
-  /// accesses that happen in each loop. A back edge's kind in `g` becomes 1 +
-  /// its index here.
-  void loops(race_graph& g) {
-    const std::size_t nn = g.nodes.size();
-    std::vector<std::vector<int>> preds(nn);
-    for (std::size_t n = 0; n < nn; ++n)
-      for (auto& [s, kind] : g.nodes[n].succ) {
-        preds[static_cast<std::size_t>(s)].push_back(static_cast<int>(n));
-        if (kind == 1) {
-          back_.push_back({static_cast<int>(n), s});
-          kind = static_cast<int>(back_.size());
-        }
-      }
-    for (const auto& [latch, header] : back_) {
-      std::vector<bool> in(nn, false);
-      std::vector<int> stack{latch};
-      in[static_cast<std::size_t>(header)] = true;
-      while (!stack.empty()) {
-        const int b = stack.back();
-        stack.pop_back();
-        if (in[static_cast<std::size_t>(b)]) continue;
-        in[static_cast<std::size_t>(b)] = true;
-        for (int p : preds[static_cast<std::size_t>(b)]) stack.push_back(p);
-      }
-      std::vector<bool> acc(accesses_.size(), false);
-      for (std::size_t n = 0; n < nn; ++n)
-        if (in[n])
-          for (const spv_event& e : g.nodes[n].events)
-            if (e.access >= 0) acc[static_cast<std::size_t>(e.access)] = true;
-      body_.push_back(std::move(in));
-      inside_.push_back(std::move(acc));
-    }
-  }
-
   /// Rules 1-3. Per access: bit 0 pending in this step; bit 1 pending and
   /// carried round the back edge of a loop it happens in (from an earlier
   /// iteration). An access before the loop, carried round it, stays in the step.
@@ -2063,7 +1371,7 @@ class race_analysis {
         bool changed = false;
         for (std::size_t p = 0; p < na; ++p) {
           std::uint8_t v = st[p];
-          if (kind >= 1 && v && inside_[static_cast<std::size_t>(kind - 1)][p]) v = 2;  // round its loop's back edge
+          if (kind >= 1 && v && g.inside[static_cast<std::size_t>(kind - 1)][p]) v = 2;  // round its loop's back edge
           if ((t[p] | v) != t[p]) t[p] |= v, changed = true;
         }
         if (changed && !queued[static_cast<std::size_t>(s)]) work.push_back(s), queued[static_cast<std::size_t>(s)] = true;
@@ -2075,86 +1383,16 @@ class race_analysis {
       // Carried round a back edge: from one iteration to the next where a loop holds both,
       // else from a loop to the code after it (judged the same way), in one step.
       bool iteration = false;
-      for (std::size_t b = 0; !(bits & 1) && b < inside_.size(); ++b)
-        iteration = iteration || (inside_[b][static_cast<std::size_t>(pair.first)] && inside_[b][static_cast<std::size_t>(pair.second)]);
+      for (std::size_t b = 0; !(bits & 1) && b < g.inside.size(); ++b)
+        iteration = iteration || (g.inside[b][static_cast<std::size_t>(pair.first)] && g.inside[b][static_cast<std::size_t>(pair.second)]);
       rep.findings.push_back({what + (iteration ? " across a loop iteration" : " within a step"), m_.name(x.var), x.where,
                               y.where});
     }
   }
 
-  /// Rule 4: loads of a shared variable that no write to it reaches from the
-  /// entry, each loop taken as running at least once and the back edges of
-  /// the loops around the load not taken.
-  void unwritten(const race_graph& g, race_report& rep) {
-    const std::size_t nn = g.nodes.size();
-    std::vector<std::uint32_t> vars(shared_.begin(), shared_.end());
-    std::map<std::uint32_t, std::size_t> vix;
-    for (std::size_t i = 0; i < vars.size(); ++i) vix[vars[i]] = i;
-    const auto& back = back_;
-    const auto& body = body_;
-    // Loads by the loops around them (the back edges not to take).
-    std::map<std::vector<bool>, std::vector<std::pair<int, int>>> groups;  // excluded back edges -> (node, event)
-    for (std::size_t n = 0; n < nn; ++n)
-      for (std::size_t i = 0; i < g.nodes[n].events.size(); ++i) {
-        if (g.nodes[n].events[i].kind != spv_event::load) continue;
-        std::vector<bool> ex(back.size(), false);
-        for (std::size_t b = 0; b < back.size(); ++b) ex[b] = body[b][n];
-        groups[ex].push_back({static_cast<int>(n), static_cast<int>(i)});
-      }
-    std::set<int> reported;
-    for (const auto& [ex, loads] : groups) {
-      // May-written sets per node start, along forward edges and the back edges not excluded.
-      std::vector<std::vector<bool>> w(nn, std::vector<bool>(vars.size(), false));
-      std::vector<bool> reached(nn, false);
-      std::vector<bool> init(vars.size(), false);
-      for (std::size_t i = 0; i < vars.size(); ++i) init[i] = initialised_.count(vars[i]) != 0;
-      w[0] = init;
-      reached[0] = true;
-      std::vector<int> work{0};
-      std::vector<bool> queued(nn, false);
-      queued[0] = true;
-      while (!work.empty()) {
-        const auto n = static_cast<std::size_t>(work.back());
-        work.pop_back();
-        queued[n] = false;
-        std::vector<bool> st = w[n];
-        for (const spv_event& e : g.nodes[n].events)
-          if (e.kind == spv_event::store || e.kind == spv_event::write) st[vix[e.var]] = true;
-        for (const auto& [s, kind] : g.nodes[n].succ) {
-          if (kind >= 1 && ex[static_cast<std::size_t>(kind - 1)]) continue;
-          auto& t = w[static_cast<std::size_t>(s)];
-          bool changed = !reached[static_cast<std::size_t>(s)];
-          reached[static_cast<std::size_t>(s)] = true;
-          for (std::size_t i = 0; i < vars.size(); ++i)
-            if (st[i] && !t[i]) t[i] = true, changed = true;
-          if (changed && !queued[static_cast<std::size_t>(s)]) work.push_back(s), queued[static_cast<std::size_t>(s)] = true;
-        }
-      }
-      for (const auto& [n, i] : loads) {
-        if (!reached[static_cast<std::size_t>(n)]) continue;
-        std::vector<bool> st = w[static_cast<std::size_t>(n)];
-        const auto& evs = g.nodes[static_cast<std::size_t>(n)].events;
-        for (int j = 0; j < i; ++j)
-          if (evs[static_cast<std::size_t>(j)].kind == spv_event::store || evs[static_cast<std::size_t>(j)].kind == spv_event::write)
-            st[vix[evs[static_cast<std::size_t>(j)].var]] = true;
-        const spv_event& e = evs[static_cast<std::size_t>(i)];
-        if (!st[vix[e.var]] && reported.insert(e.access).second) {
-          const spv_access& a = accesses_[static_cast<std::size_t>(e.access)];
-          rep.findings.push_back({"reads shared memory nothing wrote", m_.name(a.var), a.where, ""});
-        }
-      }
-    }
-  }
-
-  spv_module m_;
-  std::set<std::uint32_t> shared_, initialised_;
-  std::map<std::uint32_t, spv_function> functions_;
-  std::vector<spv_access> accesses_;
-  std::vector<std::vector<std::uint32_t>> pending_chains_;
-  int barriers_ = 0;
-  std::vector<std::pair<int, int>> back_;   // the expanded graph's back edges (latch, header)
-  std::vector<std::vector<bool>> body_;     // per back edge: the nodes of its loop
-  std::vector<std::vector<bool>> inside_;   // per back edge: the accesses in its loop
+  shared_accesses s_;
+  const spv_module& m_;
+  std::vector<spv_access>& accesses_;
   std::vector<knode> kn_;
   std::unordered_map<std::string, int> kix_;
   std::unordered_map<std::uint32_t, int> memo_;
@@ -2169,184 +1407,11 @@ class race_analysis {
   long work_ = 0;
 };
 
-/// Whether value id is computed from float bits (a bitcast of a float, followed
-/// through arithmetic and function variables' stores).
-inline bool from_float_bits(const spv_module& m, std::uint32_t id) {
-  std::set<std::uint32_t> seen;
-  std::vector<std::uint32_t> stack{id};
-  // Stores per function variable, for following loads through locals.
-  std::map<std::uint32_t, std::vector<std::uint32_t>> stored;
-  for (const auto& in : m.insts)
-    if (in.op == 62 && in.n >= 3) stored[m.w[in.at + 1]].push_back(m.w[in.at + 2]);
-  while (!stack.empty() && seen.size() < 4096) {
-    const std::uint32_t x = stack.back();
-    stack.pop_back();
-    if (!seen.insert(x).second) continue;
-    const auto* d = m.def_of(x);
-    if (!d || spv_result_layout(d->op) != 2) continue;
-    const std::uint32_t* a = &m.w[d->at];
-    if (d->op == 124 && d->n >= 4 && m.is_float(m.type_of(a[3]))) return true;  // OpBitcast of a float
-    if (m.is_float(a[1]) && d->op != 61) return true;                            // float arithmetic on the way
-    if (d->op == 61 && d->n >= 4) {
-      for (std::uint32_t v : stored[a[3]]) stack.push_back(v);
-      continue;
-    }
-    if (d->op == 59 || d->op == 43 || d->op == 50 || d->op == 44) continue;
-    for (std::uint32_t j = 3; j < d->n; ++j)
-      if (m.def.count(a[j])) stack.push_back(a[j]);
-  }
-  return false;
-}
-
 }  // namespace detail
 
 /// The shared-memory race check on a compute kernel's SPIR-V (header comment).
 inline race_report check_shared_races(const std::vector<std::uint32_t>& spirv) {
   return detail::race_analysis(spirv).run();
-}
-
-/// What the kernel uses that the contract's promise of identical bits on
-/// every run (and on every device) rules out: float atomics and
-/// RelaxedPrecision (header comment). Each entry names the class first
-/// ("float atomic: ...", "RelaxedPrecision: ..."); empty when none.
-inline std::vector<std::string> static_refusals(const std::vector<std::uint32_t>& spirv) {
-  const detail::spv_module m(spirv);
-  std::vector<std::string> out;
-  auto where = [&](const detail::spv_module::inst& in) {
-    return in.line ? " at line " + std::to_string(in.line) : std::string();
-  };
-  // The variable an atomic works on; a member of an unnamed block as Block.member.
-  auto target = [&](const detail::spv_module::inst&, std::uint32_t ptr) {
-    std::uint32_t p = ptr, first = 0;
-    for (int g = 0; g < 64; ++g) {
-      const auto* d = m.def_of(p);
-      if (!d || !(d->op == 65 || d->op == 66 || d->op == 67 || d->op == 70 || d->op == 83)) break;
-      if (d->op != 83 && d->n >= 5) first = m.w[d->at + 4];
-      p = m.w[d->at + 3];
-    }
-    const auto it = m.names.find(p);
-    if (it != m.names.end() && !it->second.empty()) return "'" + it->second + "'";
-    const detail::spv_type* pt = m.type(m.type_of(p));
-    const std::uint32_t block = pt ? pt->elem : 0;
-    const auto k = m.eval(first);
-    const auto mn = k ? m.member_names.find({block, static_cast<std::uint32_t>(*k)}) : m.member_names.end();
-    if (m.names.count(block) && mn != m.member_names.end()) return "'" + m.names.at(block) + "." + mn->second + "'";
-    return "'" + m.name(p) + "'";
-  };
-  for (const auto& in : m.insts) {
-    const std::uint32_t* a = &m.w[in.at];
-    const std::uint32_t op = in.op;
-    if (op == 6035)
-      out.push_back("float atomic: atomicAdd on a float (" + target(in, a[3]) + where(in) +
-                    "): the sum's bits depend on the order the invocations add in, and the contract promises the same "
-                    "bits on every run; reduce in a fixed order instead");
-    else if (op == 5614 || op == 5615)
-      out.push_back(std::string("float atomic: ") + (op == 5614 ? "atomicMin" : "atomicMax") + " on a float (" +
-                    target(in, a[3]) + where(in) +
-                    "): which of -0 and +0 (or of two NaNs) is kept depends on the order, and the contract promises the "
-                    "same bits on every run; reduce in a fixed order instead");
-    else if ((op == 227 || op == 229 || op == 230 || op == 231) && in.n >= 4 && m.is_float(a[1]))
-      out.push_back("float atomic: an atomic on a float (" + target(in, a[3]) + where(in) +
-                    "): the contract promises the same bits on every run; reduce in a fixed order instead");
-    else if ((op == 230 || op == 231) && in.n >= 9 && (detail::from_float_bits(m, a[7])))
-      out.push_back("float atomic: a compare-exchange loop on float bits (" + target(in, a[3]) + where(in) +
-                    ", its value computed from floatBitsToUint): an atomic float add's bits depend on the order the "
-                    "invocations add in, and the contract promises the same bits on every run; reduce in a fixed order "
-                    "instead");
-  }
-  // glslang declares some built-ins mediump (gl_SubgroupInvocationID, gl_SubgroupSize: integers the
-  // driver gives in full) and marks their loads so: not the kernel's doing.
-  auto builtin_input = [&](std::uint32_t id) {
-    const auto* d = m.def_of(id);
-    if (d && d->op == 61) d = m.def_of(m.w[d->at + 3]);
-    return d && d->op == 59 && m.w[d->at + 3] == 1;
-  };
-  // The built-in a value is computed from (glslang carries the built-in's precision on), or 0.
-  auto from_builtin = [&](std::uint32_t id) -> std::uint32_t {
-    std::set<std::uint32_t> seen;
-    std::vector<std::uint32_t> stack{id};
-    while (!stack.empty() && seen.size() < 256) {
-      const std::uint32_t x = stack.back();
-      stack.pop_back();
-      if (!seen.insert(x).second) continue;
-      const auto* d = m.def_of(x);
-      if (!d || detail::spv_result_layout(d->op) != 2 || d->op == 59) continue;
-      if (d->op == 61) {
-        if (builtin_input(x)) return m.w[d->at + 3];
-        continue;
-      }
-      for (std::uint32_t j = 3; j < d->n; ++j)
-        if (m.def.count(m.w[d->at + j])) stack.push_back(m.w[d->at + j]);
-    }
-    return 0;
-  };
-  auto is_int = [&](std::uint32_t t) {
-    const detail::spv_type* p = m.type(t);
-    if (p && p->kind == detail::spv_type::vector) p = m.type(p->elem);
-    return p && p->kind == detail::spv_type::integer;
-  };
-  std::vector<std::uint32_t> relaxed;
-  std::uint32_t via = 0;  // a built-in the refused values come from
-  for (std::uint32_t id : m.relaxed) {
-    if (builtin_input(id)) continue;
-    // Integer arithmetic on such a built-in (gl_SubgroupInvocationID + 1u) is glslang's
-    // doing and exact; float arithmetic on it is mediump and refused.
-    const std::uint32_t b = m.op_of(id) == 59 ? 0 : from_builtin(id);
-    if (b && is_int(m.type_of(id))) continue;
-    if (b && !m.names.count(id)) via = b;
-    relaxed.push_back(id);
-  }
-  if (!relaxed.empty() || !m.relaxed_members.empty()) {
-    std::string named;
-    int unnamed = 0, shown = 0;
-    // A variable's line: the first instruction with a line that stores to it or loads from it.
-    auto line_of = [&](std::uint32_t id) -> std::uint32_t {
-      const auto* d = m.def_of(id);
-      if (d && d->op != 59) return d->line;
-      for (const auto& in : m.insts)
-        if (in.line && ((in.op == 62 && m.w[in.at + 1] == id) || (in.op == 61 && in.n >= 4 && m.w[in.at + 3] == id)))
-          return in.line;
-      return 0;
-    };
-    for (std::uint32_t id : relaxed) {
-      const auto it = m.names.find(id);
-      if (it == m.names.end() || it->second.empty()) {
-        ++unnamed;
-        continue;
-      }
-      if (++shown > 6) continue;
-      const std::uint32_t line = line_of(id);
-      named += (named.empty() ? "'" : ", '") + it->second + "'" + (line ? " (line " + std::to_string(line) + ")" : "");
-    }
-    for (const auto& [st, k] : m.relaxed_members) {
-      if (++shown > 6) continue;
-      named += (named.empty() ? "member " : ", member ") + std::to_string(k) + " of '" + m.name(st) + "'";
-    }
-    if (shown > 6) named += ", " + std::to_string(shown - 6) + " more";
-    if (unnamed) named += (named.empty() ? "" : " and ") + std::to_string(unnamed) + (named.empty() ? " values" : " more values");
-    if (via)
-      named += " (computed from '" + m.name(via) +
-               "', which glslang declares mediump: copy it into a variable of your own first)";
-    out.push_back("RelaxedPrecision: " + named +
-                  " are mediump or lowp (`precision mediump float;` or a qualifier): many drivers compute them in 16 "
-                  "bits (fp16 on many mobile GPUs), so results differ from device to device; the contract needs full "
-                  "precision (drop the qualifiers)");
-  }
-  return out;
-}
-
-/// The Workgroup variables a kernel declares and their bytes (packed tight,
-/// spec constants at their defaults, as the host runs the kernel).
-inline std::vector<shared_variable_use> shared_memory_use(const std::vector<std::uint32_t>& spirv) {
-  const detail::spv_module m(spirv);
-  std::vector<shared_variable_use> out;
-  for (const auto& in : m.insts) {
-    if (in.op != 59 || in.n < 4 || m.w[in.at + 3] != 4) continue;
-    const detail::spv_type* p = m.type(m.w[in.at + 1]);
-    const auto bytes = p ? m.byte_size(p->elem) : std::nullopt;
-    out.push_back({m.name(m.w[in.at + 2]), bytes ? *bytes : 0, bytes.has_value()});
-  }
-  return out;
 }
 
 }  // namespace kforge::gen

@@ -40,6 +40,7 @@
 
 #include "kforge/gen/contract.hpp"
 #include "kforge/gen/race.hpp"
+#include "kforge/gen/static_rules.hpp"
 #include "kforge/vulkan.hpp"
 
 namespace kforge::gen {
@@ -97,7 +98,7 @@ inline device_limits limits_of(const vulkan::device_info& d) {
 /// vulkan::interface_error naming what the kernel declares and what the
 /// contract (or the device) allows. Before the bindings: what the contract's
 /// promise of identical bits rules out (float atomics, RelaxedPrecision:
-/// static_refusals in race.hpp) and the Workgroup memory the kernel declares
+/// static_rules.hpp) and the Workgroup memory the kernel declares
 /// against maxComputeSharedMemorySize; then the push-constant block against
 /// maxPushConstantsSize and the local size against maxComputeWorkGroupSize
 /// and maxComputeWorkGroupInvocations, each named with the declared amount

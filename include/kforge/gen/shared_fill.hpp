@@ -20,7 +20,7 @@
 // boolean components are not filled (an index read from garbage could
 // address outside a buffer; the race check's rule 4 still looks at them);
 // variables with an initializer (none in GLSL) neither. The names and types
-// come from the kernel's SPIR-V (race.hpp's module reader).
+// come from the kernel's SPIR-V (vulkan/spirv/module.hpp).
 #pragma once
 
 #ifndef KFORGE_GEN_INTERNAL
@@ -32,7 +32,7 @@
 #include <string>
 #include <vector>
 
-#include "kforge/gen/race.hpp"
+#include "kforge/gen/shared_access.hpp"
 
 namespace kforge::gen {
 

@@ -182,8 +182,6 @@ struct stage_report {
   // end to end: the candidate's run against the reference's
   bool e2e_passed = true;
   double e2e_max_abs = 0, e2e_rel = 0, e2e_bound = 0;
-  // time per call (seconds), filled by whoever timed the candidate
-  double seconds = -1;
 
   std::string where() const {
     return std::string(to_string(s)) +

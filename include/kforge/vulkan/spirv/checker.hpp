@@ -24,8 +24,9 @@
 //     function takes (uint, uint, the component type, extras...) and returns
 //     the component type (an extra of the matrix's type passes its element);
 //     a reduction keeps the reduced dimension and combines two components.
-// It throws shader_error naming the module, the instruction's word offset
-// and what is wrong.
+// It reads the words with module.hpp (the reader the generation gate's
+// analysis uses too) and throws shader_error naming the module, the
+// instruction's word offset and what is wrong.
 #pragma once
 
 #ifndef KFORGE_VULKAN_INTERNAL
@@ -34,12 +35,14 @@
 
 #include <map>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "kforge/vulkan/error.hpp"
 #include "kforge/vulkan/spirv/builder.hpp"
+#include "kforge/vulkan/spirv/module.hpp"
 
 namespace kforge::vulkan::spirv {
 
@@ -151,7 +154,7 @@ inline void check_module(const std::string& name, const std::vector<word>& w) {
   auto fail = [&](std::size_t at, const std::string& what) {
     throw shader_error("kforge::vulkan: SPIR-V of '" + name + "' is malformed at word " + std::to_string(at) + ": " + what);
   };
-  if (w.size() < 5 || w[0] != 0x07230203u) fail(0, "no SPIR-V header");
+  const module m(w, name);  // the header's magic number and every word count (module.hpp)
   if (w[1] > 0x00010600u || (w[1] & 0xff0000ffu)) fail(1, "version word " + std::to_string(w[1]) + " is not SPIR-V 1.0..1.6");
   const word bound = w[3];
   if (w[4] != 0) fail(4, "schema word is not 0");
@@ -159,16 +162,11 @@ inline void check_module(const std::string& name, const std::vector<word>& w) {
   struct inst {
     std::size_t at;
     word opcode;
-    std::vector<word> ops;  // the words after word 0
+    std::span<const word> ops;  // the words after word 0
   };
   std::vector<inst> insts;
-  for (std::size_t i = 5; i < w.size();) {
-    const word wc = w[i] >> 16, o = w[i] & 0xffffu;
-    if (wc == 0 || i + wc > w.size()) fail(i, "word count " + std::to_string(wc) + " overruns the module");
-    insts.push_back({i, o, std::vector<word>(w.begin() + static_cast<std::ptrdiff_t>(i + 1),
-                                             w.begin() + static_cast<std::ptrdiff_t>(i + wc))});
-    i += wc;
-  }
+  insts.reserve(m.insts.size());
+  for (const auto& in : m.insts) insts.push_back({in.at, in.op, std::span<const word>(w.data() + in.at + 1, in.n - 1)});
 
   // Pass 1: result ids, their instruction, and the kinds of operands.
   std::map<word, std::size_t> def;  // id -> index in insts
@@ -379,7 +377,7 @@ inline void check_module(const std::string& name, const std::vector<word>& w) {
       const inst* f = def_of(x.ops[3]);
       const inst* ft = f ? def_of(f->ops[3]) : nullptr;
       if (!f || f->opcode != static_cast<word>(op::function) || !ft) fail(x.at, "PerElementOp: operand is not a function");
-      const std::vector<word>& sig = ft->ops;  // result, return type, params...
+      const std::span<const word> sig = ft->ops;  // result, return type, params...
       const word u32 = [&] {
         for (const auto& [id, idx] : def)
           if (insts[idx].opcode == static_cast<word>(op::type_int) && insts[idx].ops[1] == 32 && insts[idx].ops[2] == 0) return id;
