@@ -555,6 +555,20 @@ TEST_CASE("held-out shapes: fitted to the device's buffers, the 2-D grid shape f
   CHECK(case_s(*fr) > gen::cpu_held_out_case_seconds / 8);
   CHECK(fr->dims[1] % 32 == 1735 % 32);
   CHECK(fr->dims[2] % 32 == 1529 % 32);
+  // On a GPU the host's part is the cost: a held-out reduction of ~200 MiB
+  // (within the bytes the GPU allows) comes down to gpu_held_out_case_seconds.
+  const std::function<double(const problem&)> gpu_case_s = [&](const problem& q) {
+    return 2 * gen::dispatch_seconds(q, rt, false) + gen::host_case_seconds(q);
+  };
+  problem wide = shape_of("reduce_min", "7x4001x1905");
+  wide.axis = 1;
+  CHECK(gen::operand_bytes(wide) < gen::grid_shape_byte_limit);
+  CHECK(gpu_case_s(wide) > 5 * gen::gpu_held_out_case_seconds);
+  const auto fg = gen::fit_to_device(wide, 4096.0 * 1048576, gen::grid_shape_byte_limit, gpu_case_s, gen::gpu_held_out_case_seconds);
+  REQUIRE(fg.has_value());
+  CHECK(gpu_case_s(*fg) <= gen::gpu_held_out_case_seconds);
+  CHECK(gpu_case_s(*fg) > gen::gpu_held_out_case_seconds / 8);
+  CHECK(fg->dims[1] % 32 == 4001 % 32);
 
   // Every flat-grid op has a 2-D grid shape within lavapipe's 128 MiB at
   // kforge's usual local size, one row of a few columns per workgroup for

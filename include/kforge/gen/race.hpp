@@ -100,6 +100,8 @@ class race_analysis {
     for (auto& a : accesses_)
       for (std::uint32_t x : a.index_ids) a.chain.push_back(key(x));
   }
+  race_analysis(const race_analysis&) = delete;  // m_ and accesses_ refer into s_
+  race_analysis& operator=(const race_analysis&) = delete;
 
   race_report run() {
     race_report rep;

@@ -126,6 +126,9 @@ class shared_accesses {
           if (const auto v = m.eval(m.w[d->at + 3])) local_size = static_cast<std::uint32_t>(*v);
     collect();
   }
+  // cfg reads m by reference: a copy would read the original's module.
+  shared_accesses(const shared_accesses&) = delete;
+  shared_accesses& operator=(const shared_accesses&) = delete;
 
   spv_module m;
   vulkan::spirv::flow cfg;
