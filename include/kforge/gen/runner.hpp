@@ -39,7 +39,6 @@
 #include <vector>
 
 #include "kforge/gen/contract.hpp"
-#include "kforge/gen/race.hpp"
 #include "kforge/gen/static_rules.hpp"
 #include "kforge/vulkan.hpp"
 

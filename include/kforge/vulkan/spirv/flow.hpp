@@ -1,6 +1,8 @@
 // kforge/vulkan/spirv/flow.hpp — control flow and data-flow facts of a SPIR-V
-// module (module.hpp), for the generation gate's static rules (gen/race.hpp,
-// gen/unwritten.hpp).
+// module (module.hpp), for the generation gate's static rules: the shared
+// accesses and the inlined graph rules 1-4 read (gen/shared_access.hpp) and
+// the race rule's index expressions (gen/race.hpp). A flow reads its module
+// by reference: the module must outlive it.
 //
 // What it gives, per function: the blocks in the module's order (each
 // block's instruction range, successors, whether it is a loop header (it
