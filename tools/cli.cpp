@@ -233,6 +233,36 @@ args parse_args(int argc, char** argv) {
       a.values[key] = value;
     }
   }
+  // What this build lacks, after the options' own checks (a malformed option is exit 2 in any build):
+  // the commands of a module, and the options that need generation in a command that does not
+  // (cache list --status lists generation records; the rest of cache is the tuner's).
+  struct requirement {
+    const char* command;
+    const char* option;  // nullptr: the whole command
+    const char* module;  // "generation" (kforge::llm and kforge::vulkan) or "tune" (kforge::tune)
+  };
+  static constexpr requirement requirements[] = {{"gen", nullptr, "generation"},      {"mutate", nullptr, "generation"},
+                                                 {"worker", nullptr, "generation"},   {"tune", nullptr, "tune"},
+                                                 {"validate", "kernel", "generation"}, {"cache", "status", "generation"}};
+  auto lacks = [](const std::string& module) {
+#if defined(KFORGE_TOOL_HAS_GEN)
+    if (module == "generation") return false;
+#endif
+#if defined(KFORGE_TOOL_HAS_TUNE)
+    if (module == "tune") return false;
+#endif
+    return !module.empty();
+  };
+  auto refuse = [&](const std::string& what, const std::string& module) {
+    throw unsupported_error(what + (module == "tune" ? " needs the tuner" : " needs kernel generation") +
+                            ", which this kforge was built without (" +
+                            (module == "tune" ? "kforge::tune: configure with -DKFORGE_WITH_TUNE=ON, with simdjson installed)"
+                                              : "kforge::llm and kforge::vulkan: configure with -DKFORGE_WITH_LLM=ON "
+                                                "-DKFORGE_WITH_VULKAN=ON, with libcurl, simdjson and Vulkan installed)"));
+  };
+  for (const requirement& r : requirements)
+    if (a.command == r.command && lacks(r.module) && (!r.option || a.get(r.option)))
+      refuse(r.option ? a.command + " --" + r.option : "'" + a.command + "'", r.module);
   if (!a.has("help")) check_combinations(a);
   return a;
 }

@@ -221,18 +221,6 @@ int main(int argc, char** argv) {
     if (a.command == "worker") return cmd_worker(a.values);
     // `kforge cache list --status c|r` lists generation records; the rest of `cache` is the tuner's.
     if (a.command == "cache" && cache_sub == "list" && a.get("status")) return gen_records_list(a.values, a.flags);
-#else
-    // Never run something else in its place: `validate --kernel` without the gate would
-    // validate a built-in policy and say PASSED about a kernel nobody looked at.
-    const std::string needs_gen = a.command == "gen" || a.command == "mutate" || a.command == "worker"
-                                      ? "'" + a.command + "'"
-                                  : a.command == "validate" && a.get("kernel")                      ? "validate --kernel"
-                                  : a.command == "cache" && cache_sub == "list" && a.get("status") ? "cache list --status"
-                                                                                                    : "";
-    if (!needs_gen.empty())
-      throw kforge::unsupported_error(needs_gen + " needs kernel generation, which this kforge was built without (it needs "
-                                      "kforge::llm and kforge::vulkan: configure with -DKFORGE_WITH_LLM=ON "
-                                      "-DKFORGE_WITH_VULKAN=ON, with libcurl, simdjson and Vulkan installed)");
 #endif
     if (a.command == "options") {
       std::cout << options_text(a.has("json"));
