@@ -113,8 +113,11 @@ struct host_tensor {
 
   host_tensor() = default;
   host_tensor(dtype t, shape d, shape st) : type(t), dims(d), strides(st) {
-    index_t span = dims.numel() == 0 ? 0 : 1;
-    for (int i = 0; i < dims.rank(); ++i) span += (dims[i] - 1) * strides[i];
+    index_t span = 0;  // an empty tensor holds nothing, whatever its strides
+    if (dims.numel() != 0) {
+      span = 1;
+      for (int i = 0; i < dims.rank(); ++i) span += (dims[i] - 1) * strides[i];
+    }
     storage.resize(static_cast<std::size_t>(span) * size_of(t));
   }
   index_t span() const { return static_cast<index_t>(storage.size() / size_of(type)); }

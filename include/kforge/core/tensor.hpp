@@ -266,4 +266,15 @@ tensor_view<T> as_vector(std::string_view op, std::string_view operand, tensor_v
                     ", expected [" + std::to_string(n) + "]");
 }
 
+/// Storage offset of element i (row-major order of the dims) of a view of any strides.
+template <class U>
+index_t element_offset(const tensor_view<U>& v, index_t i) {
+  index_t off = 0;
+  for (int d = v.rank() - 1; d >= 0; --d) {
+    off += (i % v.size(d)) * v.stride(d);
+    i /= v.size(d);
+  }
+  return off;
+}
+
 }  // namespace kforge

@@ -46,6 +46,9 @@ struct attention_traits : traits_base<attention_traits> {
     if (attended(p) < 0 || attended(p) > l)
       throw argument_error("kforge::attention: --kv-len " + std::to_string(attended(p)) + " is outside [0, L = " +
                            std::to_string(l) + "]");
+    if (p.attr("kv_len", -1) == 0 && l > 0)
+      throw argument_error("kforge::attention: --kv-len 0 attends to no key (the op writes zeros there): a problem "
+                           "needs at least one key to validate, time or tune");
     const bool bshd = layout(p) == attention_layout::bshd;
     auto dims = [&](index_t heads, index_t rows) { return bshd ? shape{b, rows, heads, d} : shape{b, heads, rows, d}; };
     return {operand("Q", dims(h, s), true), operand("K", dims(hk, l)), operand("V", dims(hk, l)), operand("O", dims(h, s))};

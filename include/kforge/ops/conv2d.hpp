@@ -58,6 +58,8 @@ inline conv2d_dims make_conv2d_dims(int sh, int sw, int ph, int pw, int dh, int 
                          std::to_string(sh) + "x" + std::to_string(sw) + ", pad " + std::to_string(ph) + "x" +
                          std::to_string(pw) + ", dilation " + std::to_string(dh) + "x" + std::to_string(dw) +
                          ", groups " + std::to_string(groups) + ")");
+  if (w[2] < 1 || w[3] < 1)
+    throw shape_error("kforge::conv2d: w has shape " + w.str() + ": the filter's extents R and S must be >= 1");
   conv2d_dims d{x[0], x[1], x[2], x[3], w[0], w[2], w[3], 0, 0, sh, sw, ph, pw, dh, dw, groups};
   if (d.c % groups || d.k % groups)
     throw shape_error("kforge::conv2d: channels C=" + std::to_string(d.c) + " and filters K=" + std::to_string(d.k) +

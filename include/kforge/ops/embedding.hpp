@@ -56,17 +56,6 @@ struct embedding_args {
   index_t v = 0, d = 0, n = 0;          ///< n = ids.numel()
 };
 
-/// Storage offset of element i (row-major order of the dims) of a view of any strides.
-template <class U>
-index_t element_offset(const tensor_view<U>& v, index_t i) {
-  index_t off = 0;
-  for (int d = v.rank() - 1; d >= 0; --d) {
-    off += (i % v.size(d)) * v.stride(d);
-    i /= v.size(d);
-  }
-  return off;
-}
-
 /// The message of an id out of range (every backend throws the same words).
 inline std::string embedding_bad_id(std::int64_t id, index_t position, const shape& ids, index_t v) {
   return "kforge::embedding: id " + std::to_string(id) + " at position " + std::to_string(position) + " of ids " +

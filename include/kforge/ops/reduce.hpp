@@ -2,9 +2,11 @@
 //
 // The output has the input's shape without the reduced axis, or with it kept
 // as extent 1 (keepdim); both are accepted. max/min propagate NaN. Sums
-// accumulate in f32. Reducing an empty axis is an argument_error.
+// accumulate in f32. Over an empty axis (PyTorch's rule) sum gives 0 and
+// mean NaN (0/0); max and min, which have no identity, are an argument_error.
 #pragma once
 
+#include <limits>
 #include <string_view>
 
 #include "kforge/core/dispatch.hpp"
@@ -35,6 +37,10 @@ struct reduce_args {
   index_t outer = 1, n = 1, inner = 1;
 };
 
+/// What a reduction over an empty axis gives: sum 0, mean NaN (0/0); max
+/// and min have no identity and refuse it.
+constexpr float empty_reduction(reduce_fn f) { return f == reduce_fn::mean ? std::numeric_limits<float>::quiet_NaN() : 0.0f; }
+
 namespace detail {
 template <class Derived, class Op>
 struct reduce_entry;
@@ -47,9 +53,10 @@ struct reduce_entry<Derived, op::reduce<T, F>> {
     if (r == 0 || axis < 0 || axis >= r)
       throw argument_error("kforge::" + std::string(op.name) + ": axis " + std::to_string(op.axis) +
                            " is out of range for shape " + x.dims.str());
-    if (x.size(axis) == 0)
+    if (x.size(axis) == 0 && (F == reduce_fn::max || F == reduce_fn::min))
       throw argument_error("kforge::" + std::string(op.name) + ": cannot reduce the empty axis " +
-                           std::to_string(axis) + " of shape " + x.dims.str());
+                           std::to_string(axis) + " of shape " + x.dims.str() + " (" + std::string(op.name) +
+                           " has no identity; sum gives 0 and mean NaN there)");
     shape dropped, kept;
     for (int i = 0; i < r; ++i) {
       if (i != axis) dropped.push_back(x.size(i));
@@ -61,6 +68,12 @@ struct reduce_entry<Derived, op::reduce<T, F>> {
     reduce_args<T> g{x, y, axis, 1, x.size(axis), 1};
     for (int i = 0; i < axis; ++i) g.outer *= x.size(i);
     for (int i = axis + 1; i < r; ++i) g.inner *= x.size(i);
+    if (g.n == 0 && y.data) {
+      // Host outputs of a sum or mean over nothing are written here, for every
+      // backend; a device tensor's (data == nullptr) by the backend.
+      for (index_t i = 0, e = y.numel(); i < e; ++i) y.data[element_offset(y, i)] = static_cast<T>(empty_reduction(F));
+      return;
+    }
     Derived::compute(op, g);
   }
 };

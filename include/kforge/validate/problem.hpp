@@ -34,14 +34,15 @@ inline void set_shape(problem& p, std::string_view shape_text) {
 /// the last, unless the family marks several: they must be the trailing ones).
 inline std::vector<operand_spec> operands(const problem& p) {
   std::vector<operand_spec> ops = family_of(p).operands(p);
-  // Empty tensors are refused by name rather than run: no op of kforge
-  // defines what it writes for them yet (an empty gemm, a softmax over no
-  // columns), and a kernel launched on none would dispatch zero workgroups.
+  // A problem is work to validate, time, tune or generate a kernel for: the
+  // typed ops take empty tensors (docs/OPS.md "Empty tensors"), but a
+  // problem with one has nothing to compare or time, so it is refused by name.
   for (const operand_spec& o : ops)
     for (int d = 0; d < o.dims.rank(); ++d)
       if (o.dims[d] <= 0)
         throw shape_error("kforge: " + p.op + "'s " + o.name + " has shape " + o.dims.str() + ": an extent of " +
-                          std::to_string(o.dims[d]) + " (every extent must be >= 1; empty tensors are not supported)");
+                          std::to_string(o.dims[d]) +
+                          " (a problem needs every extent >= 1: an empty tensor leaves nothing to validate, time or tune)");
   if (std::none_of(ops.begin(), ops.end(), [](const operand_spec& o) { return o.is_output; })) ops.back().is_output = true;
   for (std::size_t i = 1; i < ops.size(); ++i)
     if (ops[i - 1].is_output && !ops[i].is_output)
