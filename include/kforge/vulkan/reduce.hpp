@@ -5,6 +5,8 @@
 #error "kforge/vulkan/*.hpp are private headers: include <kforge/vulkan.hpp>"
 #endif
 
+#include <cstring>
+
 #include "kforge/vulkan/call.hpp"
 #include "kforge/vulkan/shaders/reduce.hpp"
 
@@ -35,16 +37,19 @@ struct impl<policy::vulkan<Knobs...>, op::reduce<T, F>>
     : vulkan::detail::impl_base<impl<policy::vulkan<Knobs...>, op::reduce<T, F>>, op::reduce<T, F>, reduce_entry> {
   static void compute(const op::reduce<T, F>&, const reduce_args<T>& g) {
     vulkan::detail::call<T> c({&g.x}, g.y);
-    if (g.outer * g.inner != 0 && g.n == 0) {
-      // A device tensor's sum or mean over nothing (the entry writes host
-      // outputs): every element 0 or NaN, one 32-bit word at a time (device
-      // allocations are padded to 16 bytes, so rounding a 16-bit tensor's
-      // size up to 4 stays inside its own).
-      const std::uint32_t nan_word = c.dt == dtype::f32 ? 0x7fc00000u : c.dt == dtype::f16 ? 0x7e007e00u : 0x7fc07fc0u;
-      const vulkan::buffer_ref y = c.out();
-      c.s().fill(y, (y.size + 3) / 4 * 4, F == reduce_fn::mean ? nan_word : 0u);
-    } else if (g.outer * g.inner != 0) {
+    if (g.outer * g.inner != 0 && g.n != 0) {
       vulkan::record_reduce(c.s(), c.dt, vulkan::knobs<Knobs...>::row_wg, F, g.outer, g.n, g.inner, c.in(0), c.out());
+    } else if (g.outer * g.inner != 0) {
+      // A device tensor's sum or mean over nothing (the entry writes host
+      // outputs; a device tensor stores T as it is): empty_reduction(F) in
+      // every element, one 32-bit word at a time (device allocations are
+      // padded to 16 bytes, so rounding a 16-bit tensor's size up to 4 stays
+      // inside its own).
+      const T e = static_cast<T>(empty_reduction(F));
+      std::uint32_t word = 0;
+      for (std::size_t b = 0; b < sizeof word; b += sizeof e) std::memcpy(reinterpret_cast<char*>(&word) + b, &e, sizeof e);
+      const vulkan::buffer_ref y = c.out();
+      c.s().fill(y, (y.size + 3) / 4 * 4, word);
     }
     c.finish();
   }
