@@ -72,6 +72,11 @@ struct config {
   float rope_base = 10000.0f;
   bool rope_interleaved = false;  ///< pairs (2i, 2i+1) as Meta's Llama; else (i, i + D/2) as Hugging Face's
   bool bias = false;              ///< a bias on every projection (q, k, v, o, up, down)
+  bool qkv_bias = false;          ///< biases on q, k and v only (Qwen2); implied by bias
+  /// Hugging Face's sliding window (Mistral, Qwen2): a query sees the last `window` positions. kforge's
+  /// attention is dense, which is the same computation while a run's tokens fit the window: validate_run
+  /// refuses longer runs (0: no window).
+  index_t window = 0;
   index_t learned_positions = 0;  ///< rows of a learned position table added to the embedding; 0: none
   bool tied_embeddings = false;   ///< LM head = the embedding table, transposed
   std::uint64_t seed = 0x6b666f7267650013ull;  ///< of the random weights
@@ -85,7 +90,7 @@ struct config {
   index_t block_params() const {
     const index_t norms = (norm == norm_kind::layer_norm ? 4 : 2) * hidden;
     const index_t proj = hidden * (q_dim() + 2 * kv_dim()) + q_dim() * hidden + hidden * up_dim() + mlp * hidden;
-    const index_t biases = bias ? q_dim() + 2 * kv_dim() + hidden + up_dim() + hidden : 0;
+    const index_t biases = bias ? q_dim() + 2 * kv_dim() + hidden + up_dim() + hidden : qkv_bias ? q_dim() + 2 * kv_dim() : 0;
     return norms + proj + biases;
   }
 
@@ -112,6 +117,7 @@ struct config {
       throw config_error("kforge::model: config '" + name + "': norm_eps = " + std::to_string(norm_eps) + " must be finite and > 0");
     if (rope && (!(rope_base > 1.0f) || !std::isfinite(rope_base)))
       throw config_error("kforge::model: config '" + name + "': rope_base = " + std::to_string(rope_base) + " must be finite and > 1");
+    if (window < 0) throw config_error("kforge::model: config '" + name + "': window = " + std::to_string(window) + " must be >= 0");
     if (learned_positions < 0)
       throw config_error("kforge::model: config '" + name + "': learned_positions = " + std::to_string(learned_positions) +
                          " must be >= 0");
@@ -131,6 +137,10 @@ struct config {
       throw config_error("kforge::model: prefill " + std::to_string(prefill) + " + decode " + std::to_string(decode) + " = " +
                          std::to_string(prefill + decode) + " tokens do not fit a KV cache of " + std::to_string(cache) +
                          " rows");
+    if (window > 0 && prefill + decode > window)
+      throw config_error("kforge::model: config '" + name + "' attends over a sliding window of " + std::to_string(window) +
+                         " positions, which kforge's dense attention computes exactly only while a run fits it; prefill " +
+                         std::to_string(prefill) + " + decode " + std::to_string(decode) + " tokens go past it");
     if (learned_positions > 0 && prefill + decode > learned_positions)
       throw config_error("kforge::model: config '" + name + "' has a learned table of " + std::to_string(learned_positions) +
                          " positions; prefill " + std::to_string(prefill) + " + decode " + std::to_string(decode) +

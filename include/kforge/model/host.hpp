@@ -130,6 +130,9 @@ inline void check_step(const config& c, index_t pos, index_t t, index_t rows) {
     throw config_error("kforge::model: a prefill of " + std::to_string(t) + " tokens after " + std::to_string(pos) +
                        " cached ones needs bottom-right causal attention, which op::attention does not have; "
                        "prefill from an empty cache (reset()), then decode one token per step");
+  if (c.window > 0 && pos + t > c.window)
+    throw config_error("kforge::model: position " + std::to_string(pos + t - 1) + " is past the sliding window of " +
+                       std::to_string(c.window) + " positions, within which kforge's dense attention is the model's own");
   if (c.learned_positions > 0 && pos + t > c.learned_positions)
     throw config_error("kforge::model: position " + std::to_string(pos + t - 1) + " is past the learned table of " +
                        std::to_string(c.learned_positions) + " positions");

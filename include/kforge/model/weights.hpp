@@ -72,7 +72,7 @@ template <class Buf>
 struct layer_weights {
   Buf attn_norm_w, attn_norm_b;  ///< [D] (b: layer_norm only)
   Buf wq, wk, wv, wo;            ///< [D, H·hd], [D, Hkv·hd], [D, Hkv·hd], [H·hd, D]
-  Buf bq, bk, bv, bo;            ///< biases of those (config.bias)
+  Buf bq, bk, bv, bo;            ///< biases of those (config.bias; q, k, v: config.qkv_bias too)
   Buf mlp_norm_w, mlp_norm_b;    ///< [D]
   Buf w_up, b_up;                ///< [D, 2F] ([gate | up]) or [D, F]; bias [2F] or [F]
   Buf w_down, b_down;            ///< [F, D], [D]
@@ -233,10 +233,12 @@ weights<host_buffer<T>> random_weights_impl(const config& c, Done&& done) {
     if (ln) L.mlp_norm_b = make(p + "mlp_norm.bias", shape{d}, 0.0, 0.05);
     L.w_up = proj("up_proj.weight", d, c.up_dim());
     L.w_down = proj("down_proj.weight", c.mlp, d);
-    if (c.bias) {
+    if (c.bias || c.qkv_bias) {
       L.bq = make(p + "q_proj.bias", shape{c.q_dim()}, 0.0, 0.05);
       L.bk = make(p + "k_proj.bias", shape{c.kv_dim()}, 0.0, 0.05);
       L.bv = make(p + "v_proj.bias", shape{c.kv_dim()}, 0.0, 0.05);
+    }
+    if (c.bias) {
       L.bo = make(p + "o_proj.bias", shape{d}, 0.0, 0.05);
       L.b_up = make(p + "up_proj.bias", shape{c.up_dim()}, 0.0, 0.05);
       L.b_down = make(p + "down_proj.bias", shape{d}, 0.0, 0.05);
