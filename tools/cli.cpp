@@ -45,7 +45,7 @@ const std::vector<command_options>& command_table() {
       {"bench", {"policy", "vs", "reps", "roofline"}, {"json", "remeasure-roofline"}, true},
       {"demo", {"policy"}, {"json", "quick"}, false},
       {"transformer",
-       {"preset", "layers", "prefill", "decode", "dtype", "policy", "reps", "verify-decode", "seed", "baseline", "compare",
+       {"preset", "model", "layers", "prefill", "decode", "dtype", "policy", "reps", "verify-decode", "seed", "baseline", "compare",
         "max-slowdown", "time-floor-us", "warmup", "weights"},
        {"json", "no-verify", "remeasure-roofline", "whole-step"},
        false},

@@ -1,5 +1,5 @@
 // tools/cmd_transformer.cpp — `kforge transformer`: a decoder (kforge::model)
-// from a preset on one policy and dtype, verified stage by stage against the
+// from a preset (random weights) or a Hugging Face checkpoint (--model) on one policy and dtype, verified stage by stage against the
 // Eigen reference, timed per stage, with prefill and decode throughput; its
 // JSON report, and the comparison with a previous report (--baseline).
 //
@@ -61,7 +61,7 @@ std::string config_json(const model::config& c) {
   w.field("head_dim", c.head_dim).field("mlp", c.mlp).field("vocab", c.vocab).field("layers", c.layers);
   w.field("norm", std::string(model::to_string(c.norm))).field("norm_eps", c.norm_eps);
   w.field("mlp_type", std::string(model::to_string(c.mlp_type))).field("activation", std::string(to_string(c.activation)));
-  w.field("rope", c.rope).field("rope_base", c.rope_base).field("bias", c.bias);
+  w.field("rope", c.rope).field("rope_base", c.rope_base).field("bias", c.bias).field("qkv_bias", c.qkv_bias).field("window", c.window);
   w.field("learned_positions", c.learned_positions).field("tied_embeddings", c.tied_embeddings);
   w.end_object();
   return w.str();
@@ -74,6 +74,7 @@ std::string report_json(const transformer_request& r, const transformer_result& 
   json_writer w;
   w.begin_object().field("format", "kforge-transformer-report").field("version", 1);
   w.field("preset", r.cfg.name).key("config").raw(config_json(r.cfg));
+  if (!r.model.empty()) w.field("model", r.model.string());
   w.field("dtype", std::string(to_string(r.type))).field("weights", weights_name(r)).field("policy", res.policy).field("knobs", res.knobs).field("device", res.device);
   w.field("prefill", r.prefill).field("decode", r.decode).field("reps", r.reps).field("stage_time", res.timing);
   w.key("totals").begin_object();
@@ -124,7 +125,7 @@ std::string sci(double v) { return fmt("%.2e", v); }
 
 void print_text(const transformer_request& r, const transformer_result& res) {
   const model::config& c = r.cfg;
-  std::cout << "transformer " << c.name << ": " << c.layers << " layer" << (c.layers == 1 ? "" : "s") << ", hidden " << c.hidden
+  std::cout << "transformer " << c.name << (r.model.empty() ? "" : " from " + r.model.string()) << ": " << c.layers << " layer" << (c.layers == 1 ? "" : "s") << ", hidden " << c.hidden
             << ", " << c.heads << " heads / " << c.kv_heads << " KV of " << c.head_dim << ", MLP " << c.mlp << " ("
             << model::to_string(c.mlp_type) << " " << to_string(c.activation) << "), " << model::to_string(c.norm) << ", vocab "
             << c.vocab << "\n  " << to_string(r.type) << (r.weights ? " activations, " + weights_name(r) + " weights," : "")
@@ -341,12 +342,24 @@ int cmd_transformer(const args& a) {
 
   transformer_request r;
   const auto preset = a.get("preset");
-  if (!preset) throw usage_error("--preset is required (tiny, gpt2-small, llama3-8b)");
+  const auto model_dir = a.get("model");
+  if (!preset == !model_dir)
+    throw usage_error(preset ? "--preset and --model both name the model: give one"
+                             : "--preset (tiny, gpt2-small, llama3-8b) or --model DIR (a Hugging Face checkpoint) is required");
+  if (model_dir && (a.get("layers") || a.get("seed")))
+    throw usage_error(std::string(a.get("layers") ? "--layers" : "--seed") +
+                      " shapes a preset's random model; a checkpoint (--model) brings its own layers and weights");
   try {
-    r.cfg = model::preset(*preset);
-    r.cfg.layers = static_cast<index_t>(number_option(a.values, "layers", {1, 4096, false, true}, static_cast<double>(r.cfg.layers)));
-    // Only a given seed goes through number_option: a default's 64 bits need not fit a double.
-    if (a.get("seed")) r.cfg.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
+    if (model_dir) {
+      // The config now (a bad one is a usage error before anything runs); the weights when the run loads them.
+      r.model = *model_dir;
+      r.cfg = model::open_checkpoint(r.model).cfg;
+    } else {
+      r.cfg = model::preset(*preset);
+      r.cfg.layers = static_cast<index_t>(number_option(a.values, "layers", {1, 4096, false, true}, static_cast<double>(r.cfg.layers)));
+      // Only a given seed goes through number_option: a default's 64 bits need not fit a double.
+      if (a.get("seed")) r.cfg.seed = static_cast<std::uint64_t>(number_option(a.values, "seed", option_ranges::seed, 0));
+    }
     r.cfg.validate();
     // Token counts: at most 2^20 (a cache of more rows is no transformer run a machine holds).
     r.prefill = static_cast<index_t>(number_option(a.values, "prefill", {1, 1 << 20, false, true}, static_cast<double>(r.prefill)));

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <span>
@@ -14,6 +15,7 @@
 #include <vector>
 
 #include <kforge/model.hpp>
+#include <kforge/model/checkpoint.hpp>
 
 namespace kforge::tool {
 
@@ -24,6 +26,8 @@ struct transformer_request {
   dtype type = dtype::f32;
   /// The projections' and LM head's storage: none (dense, in `type`) or a low-precision format (--weights).
   std::optional<qformat> weights;
+  /// A Hugging Face checkpoint directory (--model) whose config and weights run; empty: the preset's, random.
+  std::filesystem::path model;
   std::string policy = "threaded";
   int reps = 3;
   bool verify = true;
@@ -68,9 +72,14 @@ struct transformer_result {
   std::string bandwidth_method;   ///< how and when it was measured
 };
 
-/// The run's weights: random from the config's seed, quantized where the request asks.
+/// The run's weights: the checkpoint's (--model) or random from the config's seed, quantized where the request asks.
 template <class T>
 model::weights<model::host_buffer<T>> make_weights(const transformer_request& r) {
+  if (!r.model.empty()) {
+    auto w = model::load_weights<T>(model::open_checkpoint(r.model));
+    if (r.weights) model::quantize_weights(w, *r.weights);
+    return w;
+  }
   return r.weights ? model::random_weights<T>(r.cfg, *r.weights) : model::random_weights<T>(r.cfg);
 }
 
