@@ -15,11 +15,13 @@
 
 #include "kforge/model.hpp"
 #include "kforge/model/checkpoint.hpp"
+#include "checkpoint_checks.hpp"
 #include "scratch_dir.hpp"
 
 namespace fs = std::filesystem;
 using namespace kforge;
 using namespace kforge::model;
+using ktest::checkpoint_error_of;
 
 namespace {
 
@@ -34,17 +36,6 @@ struct temp_dir {
 
 void put(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
-/// The message of the checkpoint_error f throws (fails the case if none).
-template <class F>
-std::string checkpoint_error_of(F&& f) {
-  try {
-    f();
-  } catch (const checkpoint_error& e) {
-    return e.what();
-  }
-  FAIL("no checkpoint_error thrown");
-  return {};
-}
 
 std::string json_error_of(std::string_view text) {
   try {

@@ -414,11 +414,8 @@ weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& l
     for (const auto& p : parts) {
       const st_tensor* t = ck.find(p.name);
       if (!t) throw checkpoint_error(where + " has no tensor '" + p.name + "', which a " + ck.cfg.name + " of this config needs");
-      if (t->dims != p.dims) {
-        st_tensor want;
-        want.dims = p.dims;
-        throw checkpoint_error(where + ": tensor '" + p.name + "' is " + t->dims_text() + ", config.json makes it " + want.dims_text());
-      }
+      if (t->dims != p.dims)
+        throw checkpoint_error(where + ": tensor '" + p.name + "' is " + t->dims_text() + ", config.json makes it " + extents_text(p.dims));
       if (!convertible(t->dtype))
         throw checkpoint_error(where + ": tensor '" + p.name + "' is " + std::string(st_info(t->dtype).name) +
                                "; kforge loads F32, F16 and BF16 tensors");

@@ -128,22 +128,27 @@ inline constexpr st_dtype_info st_dtypes[] = {
     {st_dtype::u8, "U8", 1},    {st_dtype::boolean, "BOOL", 1}, {st_dtype::f8_e4m3, "F8_E4M3", 1}, {st_dtype::f8_e5m2, "F8_E5M2", 1}};
 inline const st_dtype_info& st_info(st_dtype t) { return st_dtypes[static_cast<int>(t)]; }
 
+/// The product of a file tensor's extents (checked by its reader not to overflow).
+inline std::int64_t numel_of(const std::vector<std::int64_t>& dims) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  return n;
+}
+/// "[2, 3]"
+inline std::string extents_text(const std::vector<std::int64_t>& dims) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
+  return s + "]";
+}
+
 /// One tensor of a safetensors file: its bytes lie in the mapping.
 struct st_tensor {
   std::string name;
   st_dtype dtype = st_dtype::f32;
   std::vector<std::int64_t> dims;
   std::span<const std::byte> bytes;
-  std::int64_t numel() const {
-    std::int64_t n = 1;
-    for (auto d : dims) n *= d;
-    return n;
-  }
-  std::string dims_text() const {
-    std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-    return s + "]";
-  }
+  std::int64_t numel() const { return numel_of(dims); }
+  std::string dims_text() const { return extents_text(dims); }
 };
 
 /// The largest header the reference reader accepts.
