@@ -154,7 +154,7 @@ const std::map<std::string, std::string>& command_help() {
               "whose device contains TEXT (e.g. --device vulkan). clear: remove every entry, or those whose\n"
               "device contains --device. See docs/TUNING.md for the format.\n"},
     {"transformer",
-     "usage: kforge transformer --preset tiny|gpt2-small|llama3-8b [--layers N] | --model DIR\n"
+     "usage: kforge transformer --preset tiny|gpt2-small|llama3-8b [--layers N] | --model DIR|FILE.gguf\n"
      "                          [--prefill T] [--decode T] [--dtype f32|f16|bf16]\n"
      "                          [--policy eigen|blocked|threaded|autotune|vulkan] [--reps N] [--verify-decode N] [--no-verify]\n"
      "                          [--seed N] [--json] [--baseline FILE] [--max-slowdown F] [--time-floor-us N]\n"
@@ -164,9 +164,10 @@ const std::map<std::string, std::string>& command_help() {
      "Builds a decoder from kforge ops (kforge::model: token embedding (+ learned positions), then RMSNorm/LayerNorm,\n"
      "Q/K/V projections, RoPE, KV-cache append, causal grouped-query attention over the cache, output projection +\n"
      "residual, norm, gated or plain MLP + residual; N layers; final norm, LM head and the argmax of the logits, the\n"
-     "greedy next token) with random weights from a fixed seed, or a Hugging Face checkpoint's (--model DIR: config.json\n"
-     "and model.safetensors or its shards; LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, GPT2LMHeadModel;\n"
-     "a config field kforge does not implement is refused by name), runs a prefill of T tokens\n"
+     "greedy next token) with random weights from a fixed seed, or a checkpoint's (--model DIR: a Hugging Face directory,\n"
+     "config.json and model.safetensors or its shards, LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM,\n"
+     "GPT2LMHeadModel; or --model FILE.gguf: llama or qwen2, F32/F16/BF16/Q8_0/Q4_0/MXFP4 tensors, quantized ones kept\n"
+     "as stored; a field kforge does not implement is refused by name), runs a prefill of T tokens\n"
      "(default 128) then T decode steps (default 32) on the policy (default threaded), and prints each stage's time\n"
      "(CPU: wall; vulkan: GPU timestamps, each step one recorded stream), prefill tokens/s, decode ms/token and\n"
      "tokens/s (vulkan: wall times of steps run without the per-op timestamps, which order every dispatch after the\n"
