@@ -9,7 +9,13 @@
 #include <filesystem>
 #include <string>
 
-#include "kforge/model/safetensors.hpp"
+#include <fstream>
+#include <map>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "kforge/model.hpp"
 
 namespace ktest {
 
@@ -30,6 +36,124 @@ std::string checkpoint_error_of(F&& f) {
   }
   FAIL("no checkpoint_error thrown");
   return {};
+}
+
+inline void put(const std::filesystem::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
+
+/// A Hugging Face checkpoint directory: config.json and one model.safetensors.
+inline void write_checkpoint(const std::filesystem::path& dir, const std::string& config,
+                             const std::vector<kforge::model::st_write_tensor>& tensors) {
+  std::filesystem::create_directories(dir);
+  put(dir / "config.json", config);
+  put(dir / "model.safetensors", kforge::model::safetensors_bytes(tensors));
+}
+
+/// A Llama of hidden 64, 4 heads of 16 over 2 KV heads, MLP 96, vocab 40, 2 layers, as a Hugging Face
+/// checkpoint (config.json, F32 tensors of seeded values: [out, in] for linear layers).
+struct small_llama {
+  static constexpr std::int64_t d = 64, h = 4, kv = 2, hd = 16, f = 96, v = 40, layers = 2;
+  std::vector<std::pair<std::string, std::vector<std::int64_t>>> spec;
+  std::map<std::string, std::vector<float>> values;
+  small_llama() {
+    spec = {{"model.embed_tokens.weight", {v, d}}, {"model.norm.weight", {d}}, {"lm_head.weight", {v, d}}};
+    for (int l = 0; l < layers; ++l) {
+      const std::string p = "model.layers." + std::to_string(l) + ".";
+      spec.insert(spec.end(), {{p + "input_layernorm.weight", {d}}, {p + "self_attn.q_proj.weight", {h * hd, d}},
+                               {p + "self_attn.k_proj.weight", {kv * hd, d}}, {p + "self_attn.v_proj.weight", {kv * hd, d}},
+                               {p + "self_attn.o_proj.weight", {d, h * hd}}, {p + "post_attention_layernorm.weight", {d}},
+                               {p + "mlp.gate_proj.weight", {f, d}}, {p + "mlp.up_proj.weight", {f, d}}, {p + "mlp.down_proj.weight", {d, f}}});
+    }
+    std::uint64_t s = 0x1234;
+    for (const auto& [name, dims] : spec) {
+      auto& vals = values[name];
+      vals.resize(static_cast<std::size_t>(kforge::model::numel_of(dims)));
+      const bool norm = name.find("norm") != std::string::npos;
+      for (float& x : vals) {
+        s = s * 6364136223846793005ull + 1442695040888963407ull;
+        const float u = static_cast<float>(s >> 40) / static_cast<float>(1ull << 24) - 0.5f;  // [-0.5, 0.5)
+        x = norm ? 1.0f + 0.2f * u : (name.find("embed") != std::string::npos ? 2.0f : 0.5f) * u;
+      }
+    }
+  }
+  std::string config() const {
+    return R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
+      "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 40, "rms_norm_eps": 1e-05, "rope_theta": 10000.0})";
+  }
+  void write_hf(const std::filesystem::path& dir) const {
+    std::vector<kforge::model::st_write_tensor> t;
+    for (const auto& [name, dims] : spec) t.push_back(kforge::model::st_tensor_of<float>(name, dims, values.at(name)));
+    write_checkpoint(dir, config(), t);
+  }
+  /// llama.cpp's conversion (convert_hf_to_gguf.py, LlamaModel): its tensor names, q and k rows permuted so that
+  /// interleaved pairs (2i, 2i+1) hold Hugging Face's (i, i + hd/2); the projections in `q` where given.
+  std::string gguf(std::optional<kforge::qformat> q) const {
+    kforge::model::gguf_writer w;
+    w.string("general.architecture", "llama").u32("llama.embedding_length", 64).u32("llama.block_count", 2);
+    w.u32("llama.feed_forward_length", 96).u32("llama.attention.head_count", 4).u32("llama.attention.head_count_kv", 2);
+    w.u32("llama.rope.dimension_count", 16).f32("llama.rope.freq_base", 10000.0f).f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
+    const std::pair<std::string_view, std::string_view> names[] = {
+        {"model.embed_tokens.weight", "token_embd.weight"}, {"model.norm.weight", "output_norm.weight"}, {"lm_head.weight", "output.weight"},
+        {"input_layernorm.weight", "attn_norm.weight"}, {"self_attn.q_proj.weight", "attn_q.weight"}, {"self_attn.k_proj.weight", "attn_k.weight"},
+        {"self_attn.v_proj.weight", "attn_v.weight"}, {"self_attn.o_proj.weight", "attn_output.weight"},
+        {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
+        {"mlp.up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"}};
+    for (const auto& [name, dims] : spec) {
+      std::string gname;
+      for (const auto& [from, to] : names)
+        if (name.size() >= from.size() && name.compare(name.size() - from.size(), from.size(), from) == 0)
+          gname = name.rfind("model.layers.", 0) == 0 ? "blk." + name.substr(13, name.find('.', 13) - 13) + "." + std::string(to) : std::string(to);
+      std::vector<float> x = values.at(name);
+      const bool is_q = name.find("q_proj") != std::string::npos, is_k = name.find("k_proj") != std::string::npos;
+      if (is_q || is_k) {  // permute(weights, n_head, n_head_kv): reshape (heads, 2, hd/2, in), swap axes 1 and 2
+        const std::vector<float> src = x;
+        const std::int64_t heads = is_q ? h : kv, in = dims[1];
+        for (std::int64_t hh = 0; hh < heads; ++hh)
+          for (std::int64_t i = 0; i < hd / 2; ++i)
+            for (std::int64_t s2 = 0; s2 < 2; ++s2)
+              std::copy_n(src.begin() + ((hh * hd + s2 * hd / 2 + i) * in), in, x.begin() + ((hh * hd + 2 * i + s2) * in));
+      }
+      const std::vector<std::int64_t> ne(dims.rbegin(), dims.rend());
+      const bool projection = dims.size() == 2 && name.find("embed") == std::string::npos;
+      if (q && projection) {
+        const kforge::quantized_matrix m = kforge::quantize(*q, x.data(), dims[0], dims[1]);
+        const std::uint32_t type = *q == kforge::qformat::q8_0 ? kforge::model::ggml_type_id::q8_0 : *q == kforge::qformat::q4_0 ? kforge::model::ggml_type_id::q4_0 : kforge::model::ggml_type_id::mxfp4;
+        w.tensor(gname, type, ne, std::as_bytes(std::span<const std::uint8_t>(m.data(), static_cast<std::size_t>(m.rows() * m.row_bytes()))));
+      } else {
+        w.tensor(gname, kforge::model::ggml_type_id::f32, ne, std::as_bytes(std::span<const float>(x)));
+      }
+    }
+    return w.bytes();
+  }
+};
+
+/// Greedy tokens and the logits of `steps` steps of one fixed prompt on a
+/// session (host_session or vulkan_session; T its element type).
+template <class T, class Session>
+std::pair<std::vector<kforge::index_t>, std::vector<float>> greedy_run(Session& s, kforge::index_t vocab, kforge::index_t steps) {
+  const std::vector<kforge::index_t> prompt{3, 1, 4, 1, 5, 9, 2, 6};
+  std::vector<T> logits(static_cast<std::size_t>(vocab));
+  std::vector<float> all;
+  const kforge::tensor_view<T> lv(logits.data(), kforge::shape{1, vocab});
+  std::vector<kforge::index_t> tokens;
+  for (kforge::index_t k = 0; k < steps; ++k) {
+    tokens.push_back(k == 0 ? s.step(prompt, lv) : s.step({&tokens.back(), 1}, lv));
+    for (const T& x : logits) all.push_back(static_cast<float>(x));
+  }
+  return {tokens, all};
+}
+/// greedy_run on a host session of policy P.
+template <class P>
+std::pair<std::vector<kforge::index_t>, std::vector<float>> greedy(const kforge::model::config& c,
+                                                                   const kforge::model::weights<kforge::model::host_buffer<float>>& w,
+                                                                   kforge::index_t steps) {
+  kforge::model::host_session<float, P> s(c, w, 16 + steps);
+  return greedy_run<float>(s, c.vocab, steps);
+}
+
+inline double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
+  double m = 0;
+  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
+  return m;
 }
 
 }  // namespace ktest

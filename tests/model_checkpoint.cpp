@@ -24,6 +24,11 @@ namespace fs = std::filesystem;
 using namespace kforge;
 using namespace kforge::model;
 using ktest::checkpoint_error_of;
+using ktest::greedy;
+using ktest::put;
+using ktest::small_llama;
+using ktest::write_checkpoint;
+using ktest::max_diff;
 
 namespace {
 
@@ -36,7 +41,6 @@ struct temp_dir {
   }
 };
 
-void put(const fs::path& p, const std::string& s) { std::ofstream(p, std::ios::binary) << s; }
 
 
 std::string json_error_of(std::string_view text) {
@@ -207,11 +211,6 @@ std::vector<st_write_tensor> llama_tensors() {
   return out;
 }
 
-void write_checkpoint(const fs::path& dir, const std::string& config, const std::vector<st_write_tensor>& tensors) {
-  fs::create_directories(dir);
-  put(dir / "config.json", config);
-  put(dir / "model.safetensors", safetensors_bytes(tensors));
-}
 
 std::string with(std::string config, const std::string& from, const std::string& to) {
   const auto at = config.find(from);
@@ -348,110 +347,6 @@ TEST_CASE("checkpoint: what kforge does not implement, or a checkpoint that does
     CHECK(std::string(e.what()).find("more than the 100 bytes limit (a test's limit)") != std::string::npos);
   }
 }
-
-namespace {
-
-/// A Llama of hidden 64, 4 heads of 16 over 2 KV heads, MLP 96, vocab 40, 2 layers, as a Hugging Face
-/// checkpoint (config.json, F32 tensors of seeded values: [out, in] for linear layers).
-struct small_llama {
-  static constexpr std::int64_t d = 64, h = 4, kv = 2, hd = 16, f = 96, v = 40, layers = 2;
-  std::vector<std::pair<std::string, std::vector<std::int64_t>>> spec;
-  std::map<std::string, std::vector<float>> values;
-  small_llama() {
-    spec = {{"model.embed_tokens.weight", {v, d}}, {"model.norm.weight", {d}}, {"lm_head.weight", {v, d}}};
-    for (int l = 0; l < layers; ++l) {
-      const std::string p = "model.layers." + std::to_string(l) + ".";
-      spec.insert(spec.end(), {{p + "input_layernorm.weight", {d}}, {p + "self_attn.q_proj.weight", {h * hd, d}},
-                               {p + "self_attn.k_proj.weight", {kv * hd, d}}, {p + "self_attn.v_proj.weight", {kv * hd, d}},
-                               {p + "self_attn.o_proj.weight", {d, h * hd}}, {p + "post_attention_layernorm.weight", {d}},
-                               {p + "mlp.gate_proj.weight", {f, d}}, {p + "mlp.up_proj.weight", {f, d}}, {p + "mlp.down_proj.weight", {d, f}}});
-    }
-    std::uint64_t s = 0x1234;
-    for (const auto& [name, dims] : spec) {
-      auto& vals = values[name];
-      vals.resize(static_cast<std::size_t>(numel_of(dims)));
-      const bool norm = name.find("norm") != std::string::npos;
-      for (float& x : vals) {
-        s = s * 6364136223846793005ull + 1442695040888963407ull;
-        const float u = static_cast<float>(s >> 40) / static_cast<float>(1ull << 24) - 0.5f;  // [-0.5, 0.5)
-        x = norm ? 1.0f + 0.2f * u : (name.find("embed") != std::string::npos ? 2.0f : 0.5f) * u;
-      }
-    }
-  }
-  std::string config() const {
-    return R"({"architectures": ["LlamaForCausalLM"], "hidden_size": 64, "intermediate_size": 96, "num_attention_heads": 4,
-      "num_key_value_heads": 2, "num_hidden_layers": 2, "vocab_size": 40, "rms_norm_eps": 1e-05, "rope_theta": 10000.0})";
-  }
-  void write_hf(const fs::path& dir) const {
-    std::vector<st_write_tensor> t;
-    for (const auto& [name, dims] : spec) t.push_back(st_tensor_of<float>(name, dims, values.at(name)));
-    write_checkpoint(dir, config(), t);
-  }
-  /// llama.cpp's conversion (convert_hf_to_gguf.py, LlamaModel): its tensor names, q and k rows permuted so that
-  /// interleaved pairs (2i, 2i+1) hold Hugging Face's (i, i + hd/2); the projections in `q` where given.
-  std::string gguf(std::optional<qformat> q) const {
-    gguf_writer w;
-    w.string("general.architecture", "llama").u32("llama.embedding_length", 64).u32("llama.block_count", 2);
-    w.u32("llama.feed_forward_length", 96).u32("llama.attention.head_count", 4).u32("llama.attention.head_count_kv", 2);
-    w.u32("llama.rope.dimension_count", 16).f32("llama.rope.freq_base", 10000.0f).f32("llama.attention.layer_norm_rms_epsilon", 1e-5f);
-    const std::pair<std::string_view, std::string_view> names[] = {
-        {"model.embed_tokens.weight", "token_embd.weight"}, {"model.norm.weight", "output_norm.weight"}, {"lm_head.weight", "output.weight"},
-        {"input_layernorm.weight", "attn_norm.weight"}, {"self_attn.q_proj.weight", "attn_q.weight"}, {"self_attn.k_proj.weight", "attn_k.weight"},
-        {"self_attn.v_proj.weight", "attn_v.weight"}, {"self_attn.o_proj.weight", "attn_output.weight"},
-        {"post_attention_layernorm.weight", "ffn_norm.weight"}, {"mlp.gate_proj.weight", "ffn_gate.weight"},
-        {"mlp.up_proj.weight", "ffn_up.weight"}, {"mlp.down_proj.weight", "ffn_down.weight"}};
-    for (const auto& [name, dims] : spec) {
-      std::string gname;
-      for (const auto& [from, to] : names)
-        if (name.size() >= from.size() && name.compare(name.size() - from.size(), from.size(), from) == 0)
-          gname = name.rfind("model.layers.", 0) == 0 ? "blk." + name.substr(13, name.find('.', 13) - 13) + "." + std::string(to) : std::string(to);
-      std::vector<float> x = values.at(name);
-      const bool is_q = name.find("q_proj") != std::string::npos, is_k = name.find("k_proj") != std::string::npos;
-      if (is_q || is_k) {  // permute(weights, n_head, n_head_kv): reshape (heads, 2, hd/2, in), swap axes 1 and 2
-        const std::vector<float> src = x;
-        const std::int64_t heads = is_q ? h : kv, in = dims[1];
-        for (std::int64_t hh = 0; hh < heads; ++hh)
-          for (std::int64_t i = 0; i < hd / 2; ++i)
-            for (std::int64_t s2 = 0; s2 < 2; ++s2)
-              std::copy_n(src.begin() + ((hh * hd + s2 * hd / 2 + i) * in), in, x.begin() + ((hh * hd + 2 * i + s2) * in));
-      }
-      const std::vector<std::int64_t> ne(dims.rbegin(), dims.rend());
-      const bool projection = dims.size() == 2 && name.find("embed") == std::string::npos;
-      if (q && projection) {
-        const quantized_matrix m = quantize(*q, x.data(), dims[0], dims[1]);
-        const std::uint32_t type = *q == qformat::q8_0 ? ggml_type_id::q8_0 : *q == qformat::q4_0 ? ggml_type_id::q4_0 : ggml_type_id::mxfp4;
-        w.tensor(gname, type, ne, std::as_bytes(std::span<const std::uint8_t>(m.data(), static_cast<std::size_t>(m.rows() * m.row_bytes()))));
-      } else {
-        w.tensor(gname, ggml_type_id::f32, ne, std::as_bytes(std::span<const float>(x)));
-      }
-    }
-    return w.bytes();
-  }
-};
-
-/// Greedy tokens and the logits of every step of one prompt on policy P.
-template <class P>
-std::pair<std::vector<index_t>, std::vector<float>> greedy(const config& c, const weights<host_buffer<float>>& w, index_t steps) {
-  host_session<float, P> s(c, w, 16 + steps);
-  const std::vector<index_t> prompt{3, 1, 4, 1, 5, 9, 2, 6};
-  std::vector<float> logits(static_cast<std::size_t>(c.vocab)), all;
-  const tensor_view<float> lv(logits.data(), shape{1, c.vocab});
-  std::vector<index_t> tokens{s.step(prompt, lv)};
-  all.insert(all.end(), logits.begin(), logits.end());
-  for (index_t k = 1; k < steps; ++k) {
-    tokens.push_back(s.step({&tokens.back(), 1}, lv));
-    all.insert(all.end(), logits.begin(), logits.end());
-  }
-  return {tokens, all};
-}
-
-double max_diff(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) m = std::max(m, std::abs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
-}  // namespace
 
 TEST_CASE("checkpoint: a GGUF file as llama.cpp converts it runs the model its Hugging Face checkpoint runs") {
   temp_dir dir("gguf");

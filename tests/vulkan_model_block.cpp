@@ -8,6 +8,7 @@
 #include <kforge/tune.hpp>
 #endif
 
+#include "checkpoint_checks.hpp"
 #include "model_checks.hpp"
 #include "vulkan_common.hpp"
 
@@ -146,5 +147,30 @@ TEST_CASE("vulkan model: a step submitted in parts while recorded, whole, or wit
   // tiny: 2 layers of ~15 commands; parts after 4, 8, 16 and 32 commands
   for (std::size_t p : parts) CHECK(p >= 3);
   for (std::size_t p : whole) CHECK(p == 1);
+  KFT_NO_VALIDATION_MESSAGES();
+}
+
+TEST_CASE("vulkan model: a checkpoint streamed to the device weight by weight runs the host's model (Hugging Face f32, GGUF q8_0)") {
+  KFT_NEED_DEVICE();
+  const std::filesystem::path dir = ktest::scratch_dir("kforge-vk-checkpoint-");
+  const ktest::small_llama m;
+  m.write_hf(dir / "hf");
+  ktest::put(dir / "q8_0.gguf", m.gguf(qformat::q8_0));
+  const model::checkpoint hf = model::open_checkpoint(dir / "hf");
+  const auto [tokens, logits] = ktest::greedy<policy::eigen>(hf.cfg, model::load_weights<float>(hf), 10);
+  model::vulkan_session<float> s(*ctx, hf, 32);
+  const auto [vt, vl] = ktest::greedy_run<float>(s, hf.cfg.vocab, 10);
+  CHECK(vt == tokens);
+  CHECK(ktest::max_diff(vl, logits) < 1e-3);
+  const model::checkpoint g = model::open_checkpoint(dir / "q8_0.gguf");
+  const auto [qt, ql] = ktest::greedy<policy::threaded<>>(g.cfg, model::load_weights<float>(g), 10);
+  model::vulkan_session<float> sq(*ctx, g, 32);
+  const auto [vqt, vql] = ktest::greedy_run<float>(sq, g.cfg.vocab, 10);
+  CHECK(vqt == qt);
+  CHECK(ktest::max_diff(vql, ql) < 1e-3);
+  // the host holds one weight at a time: a limit below the largest weight ([gate | up], 64 x 192 f32) refuses
+  // before anything is uploaded, one that holds it loads the model (~4x as many bytes)
+  CHECK_THROWS_AS(model::vulkan_session<float>(*ctx, hf, 32, memory_limit{64 * 192 * 4 - 1, "a test's limit"}), memory_error);
+  CHECK_NOTHROW(model::vulkan_session<float>(*ctx, hf, 32, memory_limit{64 * 192 * 4, "a test's limit"}));
   KFT_NO_VALIDATION_MESSAGES();
 }

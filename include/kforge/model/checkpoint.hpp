@@ -596,19 +596,23 @@ inline bool stacks_quantized(const std::vector<part_source>& src, const std::vec
 }
 }  // namespace detail
 
-/// The checkpoint's weights in T (float, half, bfloat16), laid out as
-/// model::weights holds them (see the file's comment). Every tensor's name,
-/// shape and type are checked, and the bytes against the limit, before any
-/// buffer is allocated. A GGUF file's Q8_0, Q4_0 and MXFP4 projections and
+/// The checkpoint's weights, each loaded as a host_buffer<T> (T: float,
+/// half, bfloat16) laid out as model::weights holds them (see the file's
+/// comment) and handed to keep(name, host_buffer<T>&&) -> Out, which keeps
+/// it (load_weights) or uploads it and lets it go (vulkan_session from a
+/// checkpoint: `streamed`, the host holds one weight at a time). Every
+/// tensor's name, shape and type are checked, and the bytes — all of them,
+/// or the largest one when streamed — against the limit, before any buffer
+/// is allocated. A GGUF file's Q8_0, Q4_0 and MXFP4 projections and
 /// LM head stay quantized as they are stored (their rows are kforge's
 /// quantized_matrix rows: no re-quantising); a quantized tensor used
 /// otherwise (an embedding table) is dequantized into T. Throws
 /// checkpoint_error, memory_error.
-template <class T>
-weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& limit = host_memory_limit()) {
+template <class T, class Out, class Keep>
+weights<Out> load_weights_as(const checkpoint& ck, Keep&& keep, bool streamed, const memory_limit& limit) {
   using B = host_buffer<T>;
   using detail::hf_part;
-  weights<B> w;
+  weights<Out> w;
   std::set<std::string> used;
   const std::string where = "kforge: checkpoint '" + ck.dir.string() + "'";
   auto sources = [&](const std::vector<hf_part>& parts) {
@@ -617,14 +621,14 @@ weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& l
     return src;
   };
   double bytes = 0;
-  detail::hf_layout(ck, w, [&](B&, shape dims, const std::vector<hf_part>& parts) {
+  detail::hf_layout(ck, w, [&](Out&, shape dims, const std::vector<hf_part>& parts) {
     const auto src = sources(parts);
+    double b = static_cast<double>(dims.numel()) * sizeof(T);
     if (detail::stacks_quantized(src, parts, dims)) {
       const qformat_info in = info_of(src[0].format);
-      bytes += static_cast<double>(dims.numel() / in.block * in.block_bytes);
-    } else {
-      bytes += static_cast<double>(dims.numel()) * sizeof(T);
+      b = static_cast<double>(dims.numel() / in.block * in.block_bytes);
     }
+    bytes = streamed ? std::max(bytes, b) : bytes + b;
     for (const auto& p : parts) used.insert(p.name);
   });
   auto check_used = [&](const std::string& name, const std::string& dims) {
@@ -636,21 +640,22 @@ weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& l
   for (const auto& [name, t] : ck.quantized) check_used(name, t.first->ne_text());
   for (const auto& [name, t] : ck.unloadable) check_used(name, t->ne_text());
   if (bytes > limit.bytes)
-    throw memory_error(where + ": the weights take " + bytes_text(bytes) + " as " + std::string(to_string(dtype_of<T>())) +
-                       ", more than the " + bytes_text(limit.bytes) + " limit (" + limit.what + ")");
-  detail::hf_layout(ck, w, [&](B& dst, shape dims, const std::vector<hf_part>& parts) {
+    throw memory_error(where + ": " + (streamed ? "its largest weight takes " : "the weights take ") + bytes_text(bytes) + " as " +
+                       std::string(to_string(dtype_of<T>())) + ", more than the " + bytes_text(limit.bytes) + " limit (" + limit.what + ")");
+  detail::hf_layout(ck, w, [&](Out& out, shape dims, const std::vector<hf_part>& parts) {
     const auto src = sources(parts);
+    B dst;
     if (detail::stacks_quantized(src, parts, dims)) {
       std::vector<std::uint8_t> rows;
       for (const auto& s : src) rows.insert(rows.end(), reinterpret_cast<const std::uint8_t*>(s.q->bytes.data()),
                                             reinterpret_cast<const std::uint8_t*>(s.q->bytes.data()) + s.q->bytes.size());
-      dst = B();
       dst.dims = dims;
       try {
         dst.q = std::make_shared<const quantized_matrix>(src[0].format, dims[1], dims[0], std::move(rows));
       } catch (const error& e) {
         throw checkpoint_error(where + ": tensor '" + parts[0].name + "': " + e.what());
       }
+      out = keep(parts[0].name, std::move(dst));
       return;
     }
     dst = B(dims);
@@ -680,8 +685,15 @@ weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& l
       const st_block b{p.b.r0, p.b.nr < 0 ? rows : p.b.nr, p.b.c0, p.b.nc < 0 ? cols : p.b.nc};
       read_block(*t, b, dst.data.data() + p.col, ld, p.transpose);
     }
+    out = keep(parts[0].name, std::move(dst));
   });
   return w;
+}
+
+/// The checkpoint's weights in T on the host (see load_weights_as).
+template <class T>
+weights<host_buffer<T>> load_weights(const checkpoint& ck, const memory_limit& limit = host_memory_limit()) {
+  return load_weights_as<T, host_buffer<T>>(ck, [](const std::string&, host_buffer<T>&& b) { return std::move(b); }, false, limit);
 }
 
 }  // namespace kforge::model

@@ -218,26 +218,21 @@ class vulkan_session {
   vulkan_session(vulkan::context& ctx, const config& c, const weights<host_buffer<T>>& w, index_t cache_rows)
       : ctx_(&ctx), c_(c), s_(ctx) {
     c_.validate();
-    if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
-    w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) {
-      if (b.quantized()) {
-        buffer d;
-        d.dims = b.dims;
-        d.q = std::make_shared<const vulkan::quantized_tensor>(ctx, *b.q);
-        return d;
-      }
-      const std::uint64_t bytes = static_cast<std::uint64_t>(b.numel()) * sizeof(D);
-      if (bytes > ctx.info().max_storage_buffer_range)
-        throw unsupported_error("kforge::model: " + name + " " + b.dims.str() + " is " + std::to_string(bytes) + " bytes as " +
-                                std::string(to_string(dtype_of<D>())) + "; device '" + ctx.info().name + "' binds at most " +
-                                std::to_string(ctx.info().max_storage_buffer_range) +
-                                " bytes (maxStorageBufferRange): a smaller dtype or vocabulary, or another device");
-      buffer d(ctx, b.dims);
-      d.t.upload(b.view());
-      return d;
-    });
-    kv_ = make_cache<buffer>(c_, cache_rows, [&](shape s) { return buffer(ctx, s); });
-    reset();
+    check_rows(cache_rows);
+    w_ = convert_weights<buffer>(w, [&](const std::string& name, const host_buffer<T>& b) { return upload(name, b); });
+    start(cache_rows);
+  }
+
+  /// A checkpoint's weights (model/checkpoint.hpp), loaded one at a time and
+  /// uploaded: the host holds one weight in T at a time, never the model.
+  vulkan_session(vulkan::context& ctx, const checkpoint& ck, index_t cache_rows,
+                 const memory_limit& limit = host_memory_limit())
+      : ctx_(&ctx), c_(ck.cfg), s_(ctx) {
+    c_.validate();
+    check_rows(cache_rows);
+    w_ = load_weights_as<T, buffer>(
+        ck, [&](const std::string& name, host_buffer<T>&& b) { return upload(name, b); }, true, limit);
+    start(cache_rows);
   }
 
   /// Forgets the cached tokens; the caches are zeroed (rows past the
@@ -339,6 +334,32 @@ class vulkan_session {
   const host_time& host() const { return host_; }
 
  private:
+  static void check_rows(index_t cache_rows) {
+    if (cache_rows < 1) throw config_error("kforge::model: the KV cache needs at least one row, got " + std::to_string(cache_rows));
+  }
+  /// One weight on the device: dense in D, or a quantized tensor.
+  buffer upload(const std::string& name, const host_buffer<T>& b) {
+    vulkan::context& ctx = *ctx_;
+    if (b.quantized()) {
+      buffer d;
+      d.dims = b.dims;
+      d.q = std::make_shared<const vulkan::quantized_tensor>(ctx, *b.q);
+      return d;
+    }
+    const std::uint64_t bytes = static_cast<std::uint64_t>(b.numel()) * sizeof(D);
+    if (bytes > ctx.info().max_storage_buffer_range)
+      throw unsupported_error("kforge::model: " + name + " " + b.dims.str() + " is " + std::to_string(bytes) + " bytes as " +
+                              std::string(to_string(dtype_of<D>())) + "; device '" + ctx.info().name + "' binds at most " +
+                              std::to_string(ctx.info().max_storage_buffer_range) +
+                              " bytes (maxStorageBufferRange): a smaller dtype or vocabulary, or another device");
+    buffer d(ctx, b.dims);
+    d.t.upload(b.view());
+    return d;
+  }
+  void start(index_t cache_rows) {
+    kv_ = make_cache<buffer>(c_, cache_rows, [&](shape s) { return buffer(*ctx_, s); });
+    reset();
+  }
   workspace<buffer>& workspace_for(index_t t) {
     auto it = ws_.find(t);
     if (it == ws_.end()) {
