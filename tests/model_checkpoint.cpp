@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <string>
@@ -395,4 +396,58 @@ TEST_CASE("checkpoint: a GGUF file as llama.cpp converts it runs the model its H
     CHECK(checkpoint_error_of([&] { open_checkpoint(dir.path / "falcon.gguf"); }).find("\"falcon\" is not one kforge loads from GGUF") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("checkpoint: mutated files (bytes flipped, headers cut, lengths forged) are a typed error or a model, never a crash") {
+  // Under AddressSanitizer (a sanitizer unit) any read past a mapping or an allocation of a forged size fails the run.
+  temp_dir dir("fuzz");
+  const small_llama m;
+  m.write_hf(dir.path / "hf");
+  const std::string st = [&] {
+    std::ifstream in(dir.path / "hf" / "model.safetensors", std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }();
+  const std::string gg = m.gguf(qformat::q8_0);
+  std::uint64_t rng = 0x9e3779b97f4a7c15ull;
+  auto next = [&](std::uint64_t n) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return n ? rng % n : 0;
+  };
+  int loaded = 0, refused = 0;
+  auto attempt = [&](const fs::path& path, const std::string& bytes) {
+    put(path, bytes);
+    try {
+      const checkpoint ck = open_checkpoint(path.extension() == ".gguf" ? path : path.parent_path());
+      (void)load_weights<float>(ck);
+      ++loaded;
+    } catch (const kforge::error&) {
+      ++refused;  // checkpoint_error, config_error, memory_error, shape_error: typed, with a message
+    }
+  };
+  for (int i = 0; i < 300; ++i) {
+    for (const bool gguf : {false, true}) {
+      std::string b = gguf ? gg : st;
+      // the header region (where lengths, offsets and extents live) gets most of the damage
+      const std::uint64_t header = gguf ? std::min<std::uint64_t>(b.size(), 2048) : std::min<std::uint64_t>(b.size(), 8 + 4096);
+      switch (next(4)) {
+        case 0:  // flip bytes
+          for (std::uint64_t k = 0, n = 1 + next(4); k < n; ++k) b[next(header)] ^= static_cast<char>(1 + next(255));
+          break;
+        case 1:  // cut the file
+          b.resize(next(b.size()));
+          break;
+        case 2: {  // forge a 64-bit length or count with a huge value
+          const std::uint64_t at = next(header > 8 ? header - 8 : 1);
+          const std::uint64_t v = std::uint64_t{1} << (32 + next(31));
+          std::memcpy(b.data() + at, &v, std::min<std::size_t>(8, b.size() - at));
+          break;
+        }
+        default:  // a digit of the JSON header or a byte of the GGUF metadata changed to another
+          b[next(header)] = static_cast<char>('0' + next(10));
+      }
+      attempt(gguf ? dir.path / "m.gguf" : dir.path / "hf" / "model.safetensors", b);
+    }
+  }
+  MESSAGE(loaded << " mutated checkpoints still loaded, " << refused << " refused with a typed error");
+  CHECK(refused > 300);
 }
