@@ -49,6 +49,7 @@ const std::vector<command_options>& command_table() {
         "max-slowdown", "time-floor-us", "warmup", "weights"},
        {"json", "no-verify", "remeasure-roofline", "whole-step"},
        false},
+      {"inspect", {"model"}, {"json"}, false},
       {"gen",
        {"provider", "model", "base-url", "replay", "samples", "temperature", "max-tokens", "timeout-ms", "total-timeout-ms",
         "export"},

@@ -23,6 +23,7 @@ int cmd_validate(const args& a);
 int cmd_bench(const args& a);
 int cmd_demo(const args& a);
 int cmd_transformer(const args& a);
+int cmd_inspect(const args& a);
 #if defined(KFORGE_TOOL_HAS_TUNE)
 // The tuner's commands (cmd_tune.cpp, cmd_cache.cpp); they print their own
 // one-line errors and return the exit code.
@@ -56,7 +57,8 @@ commands:
   validate   run the 16-case validation suite for one op against the Eigen reference
   bench      time one op on several policies; medians and ratios vs a peer
   demo       the default problem set on every available policy, validated, as a table
-  transformer  a decoder from a preset (tiny, gpt2-small, llama3-8b) on a policy: verified stage by stage, timed
+  transformer  a decoder from a preset or a checkpoint on a policy: verified stage by stage, timed
+  inspect    what a checkpoint (Hugging Face directory or GGUF file) holds, as kforge reads it
   gen        generate GLSL kernels for one op (LLM or offline templates), admit only validated ones
   mutate     check that the validation gate rejects plausible-but-wrong kernels (mutation testing)
   tune       search a backend's knobs for one problem; store the winner in the tuning cache
@@ -108,6 +110,10 @@ const std::map<std::string, std::string>& command_help() {
                         "device (--no-bucket skips the proof). Exit 0 if a kernel was accepted, 1 if none.\n"
                         "`kforge cache list --status c|r` lists the accepted (c) or rejected (r) records.\n") + op_help()},
     {"mutate", "usage: kforge mutate [--op OP] [--json]\n\nRuns kforge's own kernel for each op (or one op) and its built-in mutants (off-by-one\nbounds, missing tail, missing barrier, dropped scale, wrong init, reading past the end,\npartial output, returning an input, f16 accumulation) through the generation gate. Exit 0\nwhen every mutant is rejected and every original accepted.\n"},
+    {"inspect", "usage: kforge inspect --model DIR|FILE.gguf [--json]\n\nOpens a checkpoint as kforge::model does — a Hugging Face directory (config.json and\n"
+                "model.safetensors or its shards) or a GGUF file — without loading it: prints the format, the config\n"
+                "kforge derives, and every tensor (type, extents, bytes). A checkpoint kforge cannot run is refused\n"
+                "with the reason (exit 2).\n"},
     {"devices", "usage: kforge devices [--json]\n\nLists the CPU (features, compiled micro-kernel, threads) and every Vulkan device\nwith the features kforge uses.\n"},
     {"run", std::string("usage: kforge run --op OP --shape SHAPE [--dtype T] [--policy NAME] [--epilogue E] [--reps N] [--json]\n\n"
                         "Runs the op on the policy (default: threaded if present, else eigen), prints the median\n"
@@ -236,6 +242,7 @@ int main(int argc, char** argv) {
     if (a.command == "bench") return cmd_bench(a);
     if (a.command == "demo") return cmd_demo(a);
     if (a.command == "transformer") return cmd_transformer(a);
+    if (a.command == "inspect") return cmd_inspect(a);
 #if defined(KFORGE_TOOL_HAS_TUNE)
     if (a.command == "tune") return cmd_tune(problem_from(a), a.values, a.flags, policies());
     if (a.command == "cache") return cmd_cache(cache_sub, a.values, a.flags);
