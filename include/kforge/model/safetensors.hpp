@@ -370,7 +370,7 @@ st_write_tensor st_tensor_of(std::string name, std::vector<std::int64_t> dims, s
   else if constexpr (std::is_same_v<T, std::int64_t>) t.dtype = st_dtype::i64;
   else static_assert(sizeof(T) == 0, "st_tensor_of: float, half, bfloat16, int32 or int64");
   t.bytes.resize(values.size_bytes());
-  std::memcpy(t.bytes.data(), values.data(), values.size_bytes());
+  if (!values.empty()) std::memcpy(t.bytes.data(), values.data(), values.size_bytes());  // an empty span's data() may be null
   return t;
 }
 

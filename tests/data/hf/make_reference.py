@@ -12,9 +12,9 @@ model.safetensors or shards and their index) beside reference.safetensors:
   tokens       I64 [N, STEPS]  greedy generate, max_new_tokens = STEPS, no EOS
   logits       F32 [N, LOGIT_STEPS, V]  the raw logits of the first steps
   margins      F32 [N, STEPS]  top-1 minus top-2 logit at each step
-computed in float32 on the CPU with eager attention from the weights as
-stored (a bf16 or f16 checkpoint is upcast, so the reference is the f32
-math on the stored values).
+computed in float32 on the CPU with eager attention by the model
+`from_pretrained` loads from the saved directory in float32 (a bf16 or f16
+checkpoint is upcast: the f32 math on the stored values).
 """
 import json, os, sys
 
@@ -56,8 +56,9 @@ def main(out):
         model = model.to(dtype)
         kw = {"max_shard_size": shard} if shard else {}
         model.save_pretrained(d, safe_serialization=True, **kw)
-        ref = model.float().eval()
-        ref.config._attn_implementation = "eager"
+        # what transformers computes for the checkpoint as saved, in f32: loaded back (an in-memory .float() of
+        # the 16-bit model would keep buffers such as RoPE's inv_freq rounded to 16 bits)
+        ref = type(model).from_pretrained(d, dtype=torch.float32, attn_implementation="eager").eval()
         gc = GenerationConfig(max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False, eos_token_id=None,
                               pad_token_id=0, bos_token_id=None)
         tokens, logits, margins = [], [], []
