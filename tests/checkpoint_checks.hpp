@@ -9,6 +9,9 @@
 #include <filesystem>
 #include <string>
 
+#include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <optional>
@@ -156,4 +159,79 @@ inline double max_diff(const std::vector<float>& a, const std::vector<float>& b)
   return m;
 }
 
+/// What make_reference.py saved of transformers' run on one checkpoint.
+struct hf_reference {
+  std::vector<std::vector<kforge::index_t>> prompts;
+  std::int64_t steps = 0, logit_steps = 0, vocab = 0;
+  std::vector<std::int64_t> tokens;  ///< [prompts, steps]
+  std::vector<float> logits;         ///< [prompts, logit_steps, vocab]
+  std::vector<float> margins;        ///< [prompts, steps]
+  /// KV cache rows a session needs: the longest prompt and the steps.
+  kforge::index_t rows() const {
+    std::size_t longest = 0;
+    for (const auto& p : prompts) longest = std::max(longest, p.size());
+    return static_cast<kforge::index_t>(longest) + steps;
+  }
+};
+
+
+template <class T>
+std::vector<T> values_of(const kforge::model::safetensors_file& f, const std::string& name, std::size_t rank) {
+  const kforge::model::st_tensor* t = f.find(name);
+  REQUIRE_MESSAGE(t != nullptr, name);
+  REQUIRE(t->dims.size() == rank);
+  REQUIRE(t->bytes.size() == static_cast<std::size_t>(t->numel()) * sizeof(T));
+  std::vector<T> v(static_cast<std::size_t>(t->numel()));
+  std::memcpy(v.data(), t->bytes.data(), t->bytes.size());
+  return v;
+}
+
+inline hf_reference read_reference(const std::string& arch) {
+  const kforge::model::safetensors_file f(test_data("hf") / arch / "reference.safetensors");
+  hf_reference r;
+  const auto ids = values_of<std::int64_t>(f, "prompt_ids", 1);
+  std::size_t at = 0;
+  for (std::int64_t n : values_of<std::int64_t>(f, "prompt_lens", 1)) {
+    r.prompts.emplace_back(ids.begin() + static_cast<std::ptrdiff_t>(at), ids.begin() + static_cast<std::ptrdiff_t>(at + static_cast<std::size_t>(n)));
+    at += static_cast<std::size_t>(n);
+  }
+  r.tokens = values_of<std::int64_t>(f, "tokens", 2);
+  r.logits = values_of<float>(f, "logits", 3);
+  r.margins = values_of<float>(f, "margins", 2);
+  r.steps = f.find("tokens")->dims[1];
+  r.logit_steps = f.find("logits")->dims[1];
+  r.vocab = f.find("logits")->dims[2];
+  return r;
+}
+
+/// Greedy decoding of every prompt on a session (host or Vulkan, element type
+/// T) against transformers': per prompt, the first step whose token differs
+/// (steps if none), and the largest logit error over the first logit_steps
+/// steps (while the tokens agree), relative to the step's largest logit magnitude.
+template <class T, class Session>
+std::pair<std::vector<std::int64_t>, double> run_against(Session& s, const hf_reference& r) {
+  std::vector<T> logits(static_cast<std::size_t>(r.vocab));
+  const kforge::tensor_view<T> lv(logits.data(), kforge::shape{1, r.vocab});
+  std::vector<std::int64_t> first_diff;
+  double worst = 0;
+  for (std::size_t n = 0; n < r.prompts.size(); ++n) {
+    s.reset();
+    kforge::index_t next = s.step(r.prompts[n], lv);
+    std::int64_t diff = r.steps;
+    for (std::int64_t k = 0; k < r.steps; ++k) {
+      if (k > 0) next = s.step({&next, 1}, lv);
+      if (k < r.logit_steps && diff == r.steps) {
+        const float* ref = r.logits.data() + (n * static_cast<std::size_t>(r.logit_steps) + static_cast<std::size_t>(k)) * static_cast<std::size_t>(r.vocab);
+        double scale = 0, err = 0;
+        for (std::int64_t v = 0; v < r.vocab; ++v) scale = std::max(scale, std::abs(static_cast<double>(ref[v])));
+        for (std::int64_t v = 0; v < r.vocab; ++v)
+          err = std::max(err, std::abs(static_cast<double>(static_cast<float>(logits[static_cast<std::size_t>(v)])) - ref[v]));
+        worst = std::max(worst, err / std::max(scale, 1.0));
+      }
+      if (diff == r.steps && next != r.tokens[n * static_cast<std::size_t>(r.steps) + static_cast<std::size_t>(k)]) diff = k;
+    }
+    first_diff.push_back(diff);
+  }
+  return {first_diff, worst};
+}
 }  // namespace ktest

@@ -451,3 +451,38 @@ TEST_CASE("checkpoint: mutated files (bytes flipped, headers cut, lengths forged
   MESSAGE(loaded << " mutated checkpoints still loaded, " << refused << " refused with a typed error");
   CHECK(refused > 300);
 }
+
+TEST_CASE("checkpoint: the tokens and logits transformers gives, on every CPU policy") {
+  for (const std::string arch : {"llama", "qwen2", "mistral", "gpt2"}) {
+    CAPTURE(arch);
+    const checkpoint ck = open_checkpoint(ktest::test_data("hf") / arch);
+    const ktest::hf_reference r = ktest::read_reference(arch);
+    REQUIRE(r.vocab == ck.cfg.vocab);
+    const auto w = load_weights<float>(ck);
+    auto f32 = [&](auto policy_tag, const char* name) {
+      using P = decltype(policy_tag);
+      host_session<float, P> s(ck.cfg, w, r.rows());
+      const auto [diff, err] = ktest::run_against<float>(s, r);
+      MESSAGE(arch << " f32 " << std::string(name) << ": logits max error " << err << " of the largest logit");
+      CHECK(err < 1e-4);
+      for (std::size_t n = 0; n < diff.size(); ++n) CHECK_MESSAGE(diff[n] == r.steps, name << " prompt " << n << " first differs at step " << diff[n]);
+    };
+    f32(policy::eigen{}, "eigen");
+    f32(policy::blocked<>{}, "blocked");
+    f32(policy::threaded<>{}, "threaded");
+    // 16-bit storage against transformers' f32: the first step's logits within a few of the format's eps, the
+    // first divergent step reported
+    auto narrow = [&](auto t, const char* name, double tol) {
+      using T = decltype(t);
+      const auto wn = load_weights<T>(ck);
+      host_session<T, policy::threaded<>> s(ck.cfg, wn, r.rows());
+      const auto [diff, err] = ktest::run_against<T>(s, r);
+      std::int64_t first = r.steps;
+      for (auto d : diff) first = std::min(first, d);
+      MESSAGE(arch << " " << std::string(name) << " threaded: logits max error " << err << " of the largest logit, first divergent step " << first);
+      CHECK(err < tol);
+    };
+    narrow(half{}, "f16", 2e-2);
+    narrow(bfloat16{}, "bf16", 1e-1);
+  }
+}

@@ -174,3 +174,18 @@ TEST_CASE("vulkan model: a checkpoint streamed to the device weight by weight ru
   CHECK_NOTHROW(model::vulkan_session<float>(*ctx, hf, 32, memory_limit{64 * 192 * 4, "a test's limit"}));
   KFT_NO_VALIDATION_MESSAGES();
 }
+
+TEST_CASE("vulkan model: the checked-in checkpoints give the tokens and logits transformers gives (f32, streamed)") {
+  KFT_NEED_DEVICE();
+  for (const std::string arch : {"llama", "qwen2", "mistral", "gpt2"}) {
+    CAPTURE(arch);
+    const model::checkpoint ck = model::open_checkpoint(ktest::test_data("hf") / arch);
+    const ktest::hf_reference r = ktest::read_reference(arch);
+    model::vulkan_session<float> s(*ctx, ck, r.rows());
+    const auto [diff, err] = ktest::run_against<float>(s, r);
+    MESSAGE(arch << " f32 on " << ctx->info().name << ": logits max error " << err << " of the largest logit");
+    CHECK(err < 1e-4);
+    for (std::size_t n = 0; n < diff.size(); ++n) CHECK_MESSAGE(diff[n] == r.steps, "prompt " << n << " first differs at step " << diff[n]);
+  }
+  KFT_NO_VALIDATION_MESSAGES();
+}
