@@ -300,7 +300,8 @@ void read_block(const st_tensor& t, st_block b, T* out, std::size_t ld, bool tra
   if (!convertible(t.dtype))
     throw checkpoint_error("kforge: tensor '" + t.name + "' is " + std::string(st_info(t.dtype).name) +
                            "; kforge loads F32, F16 and BF16 tensors");
-  const auto [rows, cols] = matrix_dims(t);
+  const auto extents = matrix_dims(t);  // not a structured binding: clang 14 cannot capture one in the lambda below
+  const std::int64_t rows = extents.first, cols = extents.second;
   if (b.r0 < 0 || b.nr < 0 || b.c0 < 0 || b.nc < 0 || b.r0 + b.nr > rows || b.c0 + b.nc > cols)
     throw checkpoint_error("kforge: tensor '" + t.name + "' " + t.dims_text() + " has no block of rows [" + std::to_string(b.r0) +
                            ", " + std::to_string(b.r0 + b.nr) + ") and columns [" + std::to_string(b.c0) + ", " +
