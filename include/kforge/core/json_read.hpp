@@ -20,6 +20,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -150,12 +151,12 @@ class json_parser {
       ++i_;
       v.kind_ = json_value::kind::object;
       if (eat('}')) return v;
+      std::unordered_set<std::string> keys;  // a tokenizer's vocabulary has 10^5 members: no quadratic scan
       do {
         space();
         if (i_ >= s_.size() || s_[i_] != '"') fail("expected a member name");
         std::string key = string();
-        for (const auto& m : v.members_)
-          if (m.first == key) fail("duplicate member \"" + key + "\"");
+        if (!keys.insert(key).second) fail("duplicate member \"" + key + "\"");
         if (!eat(':')) fail("expected ':'");
         v.members_.emplace_back(std::move(key), value(depth + 1));
       } while (eat(','));

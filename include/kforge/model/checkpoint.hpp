@@ -323,7 +323,6 @@ inline checkpoint open_hf_checkpoint(const std::filesystem::path& dir) {
 /// GGUF metadata of one architecture ("llama.embedding_length"), the file named in every error.
 struct gguf_fields {
   const gguf_file& f;
-  std::string arch;
   [[noreturn]] void fail(const std::string& key, const std::string& why) const {
     throw checkpoint_error("kforge: GGUF file '" + f.path().string() + "': " + key + " " + why);
   }
@@ -360,7 +359,7 @@ struct gguf_fields {
 /// and qwen2 (q/k/v biases, half-split pairs).
 inline config config_from_gguf(const checkpoint& ck) {
   const gguf_file& g = *ck.gguf;
-  const gguf_fields f{g, ""};
+  const gguf_fields f{g};
   const std::string arch = f.text("general.architecture", "");
   const std::string a = arch + ".";
   config c;
